@@ -1,0 +1,43 @@
+# pagoda_library(NAME DEPS...): one static library per source folder, made of every
+# .cpp in it. Includes are rooted at src/, so code writes #include "gguf/reader.h".
+# Files named *_avx2.cpp, *_avx512.cpp and *_avx512vnni.cpp are compiled for that
+# instruction set only; the code that calls them checks the CPU at run time first.
+function(pagoda_library name)
+  file(GLOB sources CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.cpp)
+  if(NOT sources)
+    add_library(pagoda_${name} INTERFACE)  # a header-only layer
+    target_include_directories(pagoda_${name} INTERFACE ${PROJECT_SOURCE_DIR}/src)
+    target_link_libraries(pagoda_${name} INTERFACE ${ARGN})
+    return()
+  endif()
+  add_library(pagoda_${name} STATIC ${sources})
+  target_include_directories(pagoda_${name} PUBLIC ${PROJECT_SOURCE_DIR}/src)
+  target_link_libraries(pagoda_${name} PUBLIC ${ARGN})
+  foreach(src IN LISTS sources)
+    if(src MATCHES "_avx2\\.cpp$")
+      set_source_files_properties(${src} PROPERTIES COMPILE_OPTIONS "-mavx2;-mfma;-mf16c")
+    elseif(src MATCHES "_avx512vnni\\.cpp$")
+      set_source_files_properties(${src} PROPERTIES COMPILE_OPTIONS
+        "-mavx2;-mfma;-mf16c;-mavx512f;-mavx512bw;-mavx512vl;-mavx512dq;-mavx512vnni")
+    elseif(src MATCHES "_avx512\\.cpp$")
+      set_source_files_properties(${src} PROPERTIES COMPILE_OPTIONS
+        "-mavx2;-mfma;-mf16c;-mavx512f;-mavx512bw;-mavx512vl;-mavx512dq")
+    endif()
+  endforeach()
+endfunction()
+
+# pagoda_test(NAME LIBS...): one GoogleTest binary from tests/<folder>/*.cpp,
+# its tests registered with CTest. Tests find shared data through PAGODA_SHARED_DIR.
+function(pagoda_test name)
+  file(GLOB sources CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.cpp)
+  if(NOT sources)
+    return()
+  endif()
+  add_executable(test_${name} ${sources})
+  target_link_libraries(test_${name} PRIVATE ${ARGN} GTest::gtest GTest::gtest_main GTest::gmock)
+  target_include_directories(test_${name} PRIVATE ${PROJECT_SOURCE_DIR}/tests)
+  target_compile_definitions(test_${name} PRIVATE
+    PAGODA_SHARED_DIR="${PAGODA_SHARED_DIR}"
+    PAGODA_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
+  gtest_discover_tests(test_${name} DISCOVERY_TIMEOUT 60 PROPERTIES LABELS ${name})
+endfunction()

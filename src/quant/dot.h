@@ -1,0 +1,41 @@
+#pragma once
+// Dot products of one weight row with an activation vector, the way fast engines do
+// them: the activations are first quantized (once per vector) to the 8-bit format the
+// weight type pairs with; then integer dot products per block, one scale multiply per
+// block. Each weight type has a scalar reference kernel and, where it pays, AVX2,
+// AVX-512 and AVX-512 VNNI kernels, chosen at run time from what the CPU really runs.
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "core/dtype.h"
+
+namespace pagoda::quant {
+
+enum class Isa { kScalar, kAvx2, kAvx512, kAvx512Vnni };
+std::string_view isa_name(Isa isa);
+
+// Instruction sets this CPU (and OS) can run, scalar first, best last.
+const std::vector<Isa>& available_isas();
+Isa best_isa();
+
+// Converts f32 activations (n values) into the activation format.
+using QuantizeActivationsFn = void (*)(const float* x, void* y, int64_t n);
+// Returns sum_i w[i] * a[i] over n values (n a multiple of the weight's block size).
+using VecDotFn = float (*)(int64_t n, const void* w, const void* a);
+
+struct DotKernel {
+  DType weight;
+  DType activation;  // Q8_0, Q8_1, Q8_K; F16 for F16, BF16 for BF16, F32 for F32
+  QuantizeActivationsFn quantize;
+  VecDotFn dot;
+};
+
+// The kernel for `weight` on `isa` (falling back to a lower ISA's kernel where that ISA
+// has none of its own); nullptr when the type has no dot product.
+const DotKernel* find_dot_kernel(DType weight, Isa isa);
+// The same on the best ISA of this CPU.
+const DotKernel* dot_kernel(DType weight);
+
+}  // namespace pagoda::quant

@@ -1,0 +1,24 @@
+#pragma once
+// f32 to block formats, byte-exact with the reference quantizers (ggml's *_ref
+// functions: no importance matrix).
+
+#include <cstdint>
+
+#include "core/dtype.h"
+#include "core/status.h"
+
+namespace pagoda::quant {
+
+bool can_quantize(DType type);
+
+// Quantizes n values (a multiple of the type's block size) from src into dst, which
+// holds row_bytes(type, n) bytes.
+Status quantize_row(DType type, const float* src, void* dst, int64_t n);
+
+// Activation formats used by the dot products (n a multiple of 32, or of 256 for Q8_K).
+// Reference semantics: round half away from zero for Q8_0/Q8_1, nearest-even for Q8_K.
+void quantize_row_q8_0(const float* x, void* y, int64_t n);
+void quantize_row_q8_1(const float* x, void* y, int64_t n);
+void quantize_row_q8_K(const float* x, void* y, int64_t n);
+
+}  // namespace pagoda::quant
