@@ -1,0 +1,98 @@
+#pragma once
+// The Backend interface: device memory, copies, the ops models are written in, and
+// synchronisation. Model code calls only these (DESIGN.md invariant 4); each op has a
+// CPU implementation (backend/cpu/) and, later, a CUDA one, behind this one dispatch.
+//
+// Conventions: activations are f32 row-major matrices [n_rows][n_cols] viewed as
+// TensorView with ne = {n_cols, n_rows}. Weights are GGUF tensors [n_out][n_in] of any
+// supported type (ne = {n_in, n_out}), read in place. Outputs are written, never
+// accumulated, unless the op says so. Ops may run asynchronously; synchronize() waits.
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "backend/attention_batch.h"
+#include "backend/kv_storage.h"
+#include "backend/tensor.h"
+#include "core/status.h"
+
+namespace pagoda::backend {
+
+// Memory owned by a backend; freed when the owner goes away. Move-only.
+class Buffer {
+ public:
+  virtual ~Buffer() = default;
+  virtual void* data() = 0;
+  virtual size_t size() const = 0;
+};
+
+// The KV cache memory of every layer (see kv_storage.h for the layout).
+class KvStorage {
+ public:
+  virtual ~KvStorage() = default;
+  virtual const KvCacheShape& shape() const = 0;
+  // K or V of one layer: ne = {n_kv_heads * head_dim, block_size * n_blocks}.
+  virtual TensorView keys(int32_t layer) = 0;
+  virtual TensorView values(int32_t layer) = 0;
+};
+
+struct RopeParams {
+  int32_t n_dims = 0;        // leading dims of each head that rotate (<= head_dim)
+  float freq_base = 10000.0f;
+  float freq_scale = 1.0f;   // linear position scaling (1 / factor)
+  bool neox = false;         // pairs (i, i + n_dims/2) instead of (2i, 2i+1)
+  const float* freq_factors = nullptr;  // [n_dims / 2] divisors of the frequencies (llama 3), or null
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string name() const = 0;  // e.g. "cpu (avx2, 2 threads)"
+
+  // --- memory -------------------------------------------------------------------
+  virtual Expected<std::unique_ptr<Buffer>> allocate(size_t bytes) = 0;
+  virtual Expected<std::unique_ptr<KvStorage>> allocate_kv(const KvCacheShape& shape) = 0;
+  // Makes a weight tensor of a mapped file usable by the ops. The CPU returns the view
+  // as it is (weights stay in the mmap); a GPU copies it to device memory.
+  virtual Expected<TensorView> upload_weight(const TensorView& host) = 0;
+  virtual void copy_to_host(const TensorView& src, void* dst) = 0;   // contiguous src
+  virtual void copy_from_host(const void* src, const TensorView& dst) = 0;
+  virtual void synchronize() = 0;
+
+  // --- ops ----------------------------------------------------------------------
+  // out[i] = table[ids[i]] as f32. table: [n_vocab][dim], any type; out: [n][dim].
+  virtual void get_rows(const TensorView& table, std::span<const int32_t> ids,
+                        const TensorView& out) = 0;
+  // y = x W^T. w: [n_out][n_in] any weight type; x: [n][n_in] f32; y: [n][n_out] f32.
+  virtual void matmul(const TensorView& w, const TensorView& x, const TensorView& y) = 0;
+  // y[i] += bias for every row i. bias: [n_cols] f32 (weights may be f16/f32).
+  virtual void add_bias(const TensorView& y, const TensorView& bias) = 0;
+  // out = a + b, elementwise, same shapes (out may alias a or b).
+  virtual void add(const TensorView& a, const TensorView& b, const TensorView& out) = 0;
+  // y = x / rms(x) * weight, per row of x (rows of length ne[0]; works on head views).
+  virtual void rms_norm(const TensorView& x, const TensorView& weight, float eps,
+                        const TensorView& y) = 0;
+  // y = (x - mean) / sqrt(var + eps) * weight + bias, per row.
+  virtual void layer_norm(const TensorView& x, const TensorView& weight, const TensorView& bias,
+                          float eps, const TensorView& y) = 0;
+  // Rotates x in place. x: [n_tokens][n_heads][head_dim] (a head view, rows may be
+  // strided); positions: one per token.
+  virtual void rope(const TensorView& x, std::span<const int32_t> positions,
+                    const RopeParams& params) = 0;
+  // out = silu(gate) * up (SwiGLU). All [n][n_ff] f32.
+  virtual void silu_mul(const TensorView& gate, const TensorView& up, const TensorView& out) = 0;
+  // x = gelu(x) in place (tanh approximation).
+  virtual void gelu(const TensorView& x) = 0;
+  // Writes the new K and V rows to their KV slots, then for each sequence computes
+  // softmax(q k^T * scale + causal mask) v over its context, grouped-query style
+  // (query head h reads KV head h / (n_heads / n_kv_heads)). q: [n][n_heads][head_dim],
+  // k, v: [n][n_kv_heads][head_dim] (head views); out: [n][n_heads * head_dim] f32.
+  virtual void attention(const TensorView& q, const TensorView& k, const TensorView& v,
+                         KvStorage& kv, int32_t layer, const AttentionBatch& batch,
+                         float scale, const TensorView& out) = 0;
+};
+
+}  // namespace pagoda::backend
