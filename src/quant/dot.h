@@ -19,6 +19,7 @@ std::string_view isa_name(Isa isa);
 // Instruction sets this CPU (and OS) can run, scalar first, best last.
 const std::vector<Isa>& available_isas();
 Isa best_isa();
+bool isa_available(Isa isa);
 
 // Converts f32 activations (n values) into the activation format.
 using QuantizeActivationsFn = void (*)(const float* x, void* y, int64_t n);
@@ -30,10 +31,12 @@ struct DotKernel {
   DType activation;  // Q8_0, Q8_1, Q8_K; F16 for F16, BF16 for BF16, F32 for F32
   QuantizeActivationsFn quantize;
   VecDotFn dot;
+  Isa isa;  // the instruction set `dot` is written for (at most the one asked for)
 };
 
 // The kernel for `weight` on `isa` (falling back to a lower ISA's kernel where that ISA
-// has none of its own); nullptr when the type has no dot product.
+// has none of its own); nullptr when the type has no dot product, or when this CPU
+// cannot run `isa` (so a kernel handed out never faults).
 const DotKernel* find_dot_kernel(DType weight, Isa isa);
 // The same on the best ISA of this CPU.
 const DotKernel* dot_kernel(DType weight);

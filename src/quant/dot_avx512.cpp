@@ -1,0 +1,19 @@
+// AVX-512 (F/BW/VL/DQ) dot products of Q4_0, Q8_0 and IQ4_NL with Q8_0 activations;
+// the kernels themselves are in dot_blocks_avx512.h, shared with the VNNI build.
+
+#include "quant/dot_blocks_avx512.h"
+#include "quant/dot_kernels.h"
+
+namespace pagoda::quant::avx512 {
+
+float dot_q4_0(int64_t n, const void* w, const void* a) {
+  return simd512::dot_scaled_blocks<BlockQ4_0>(n, w, a);
+}
+float dot_q8_0(int64_t n, const void* w, const void* a) {
+  return simd512::dot_scaled_blocks<BlockQ8_0>(n, w, a);
+}
+float dot_iq4_nl(int64_t n, const void* w, const void* a) {
+  return simd512::dot_scaled_blocks<BlockIQ4_NL>(n, w, a);
+}
+
+}  // namespace pagoda::quant::avx512
