@@ -61,6 +61,11 @@ class Backend {
   virtual void copy_to_host(const TensorView& src, void* dst) = 0;   // contiguous src
   virtual void copy_from_host(const void* src, const TensorView& dst) = 0;
   virtual void synchronize() = 0;
+  // Ops report nothing as they run (like asynchronous device work). Returns the first
+  // error an op met since the last call (a view of the wrong type or shape, an index out
+  // of range, no memory for scratch), or ok, and clears it. A failed op leaves its
+  // outputs unspecified; callers check once per forward pass.
+  virtual Status take_error() = 0;
 
   // --- ops ----------------------------------------------------------------------
   // out[i] = table[ids[i]] as f32. table: [n_vocab][dim], any type; out: [n][dim].

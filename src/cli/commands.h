@@ -8,6 +8,10 @@ namespace pagoda::cli {
 
 void add_inspect_command(CLI::App& app);   // pagoda inspect FILE
 void add_tokenize_command(CLI::App& app);  // pagoda tokenize -m FILE TEXT
+void add_run_command(CLI::App& app);       // pagoda run -m FILE -p TEXT
+void add_chat_command(CLI::App& app);      // pagoda chat -m FILE
+void add_bench_command(CLI::App& app);     // pagoda bench -m FILE [-p 512] [-n 128]
+void add_mkmodel_command(CLI::App& app);   // pagoda mkmodel -o FILE --arch llama ...
 
 void set_exit_code(int code);
 int exit_code();

@@ -9,6 +9,10 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "pagoda 0.1.0");
   pagoda::cli::add_inspect_command(app);
   pagoda::cli::add_tokenize_command(app);
+  pagoda::cli::add_run_command(app);
+  pagoda::cli::add_chat_command(app);
+  pagoda::cli::add_bench_command(app);
+  pagoda::cli::add_mkmodel_command(app);
   CLI11_PARSE(app, argc, argv);
   return pagoda::cli::exit_code();
 }

@@ -18,7 +18,7 @@ namespace pagoda::model {
 
 struct LoadOptions {
   int32_t max_batch_tokens = 512;  // most tokens one forward pass takes (sizes scratch)
-  int32_t max_logit_rows = 512;    // most rows needing logits in one pass
+  int32_t max_logit_rows = 512;    // most rows needing logits in one pass (positive)
 };
 
 class Model {
@@ -26,15 +26,23 @@ class Model {
   virtual ~Model() = default;
   virtual const ModelConfig& config() const = 0;
   // Runs one batch. Writes the logits of batch.logit_rows, in order, to `logits`
-  // ([logit_rows.size()][n_vocab] f32, host memory). Fails (without touching the KV
-  // cache) on a batch larger than the load options allow.
+  // ([logit_rows.size()][n_vocab] f32, host memory; it may be longer). Fails without
+  // touching the KV cache on a malformed batch (see batch_check.h) or one larger than
+  // the load options allow; fails after the pass if a backend op reported an error.
   virtual Status forward(const ForwardBatch& batch, backend::KvStorage& kv,
                          std::span<float> logits) = 0;
 };
 
-// Reads the config, checks every tensor (presence, type, shape), and builds the
-// architecture named by general.architecture. `file` must outlive the model.
+// Reads the config, checks every tensor (presence, type, shape; a tensor the
+// architecture does not use is an error too), and builds the architecture named by
+// general.architecture. `file` and `backend` must outlive the model.
 Expected<std::unique_ptr<Model>> load_model(const gguf::Reader& file, backend::Backend& backend,
                                             const LoadOptions& options);
+
+// The KV storage shape a model of this configuration reads and writes: one layer per
+// transformer block, its KV heads and head size; the caller picks the block count,
+// block size and element type.
+backend::KvCacheShape kv_cache_shape(const ModelConfig& config, int32_t n_blocks,
+                                     int32_t block_size = 16, DType type = DType::F16);
 
 }  // namespace pagoda::model

@@ -21,4 +21,11 @@ void quantize_row_q8_0(const float* x, void* y, int64_t n);
 void quantize_row_q8_1(const float* x, void* y, int64_t n);
 void quantize_row_q8_K(const float* x, void* y, int64_t n);
 
+// The Q8_0 / Q8_1 activation quantizers the dot products use: the same format, scaled by
+// id = 127 / amax and rounded half to even, as llama.cpp's CPU build quantizes
+// activations on x86. Same bytes as the reference except where a value lies within an
+// ulp of a rounding tie; matching it keeps log-probabilities equal to that build's.
+void quantize_activations_q8_0(const float* x, void* y, int64_t n);
+void quantize_activations_q8_1(const float* x, void* y, int64_t n);
+
 }  // namespace pagoda::quant

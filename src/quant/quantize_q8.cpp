@@ -59,9 +59,28 @@ int nearest_int(float v) {
   return (bits & 0x007fffff) - 0x00400000;
 }
 
+// How a 32-value block is scaled and rounded. kReference is ggml's *_ref quantizer
+// (id = 1 / d, round half away from zero): weight files are made with it. kRuntime is
+// what llama.cpp's CPU build applies to activations on x86 (id = 127 / amax, round half
+// to even, as _mm256_round_ps does): matching it keeps log-probabilities equal.
+enum class Rounding { kReference, kRuntime };
+
 // One Q8_0 / Q8_1 block: scale d = amax / 127, quants round(x / d); returns d.
-float quantize_block_32(const float* x, int8_t* qs) {
-  const float d = abs_max(x, kQK) / 127.0f;
+float quantize_block_32(const float* x, int8_t* qs, Rounding rounding) {
+  const float amax = abs_max(x, kQK);
+  const float d = amax / 127.0f;
+  if (rounding == Rounding::kRuntime) {
+    const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+    if (all_finite(x, kQK) && std::isfinite(id)) {
+      for (int j = 0; j < kQK; ++j) qs[j] = static_cast<int8_t>(nearest_int(x[j] * id));
+    } else {
+      for (int j = 0; j < kQK; ++j) {
+        const float v = x[j] * id;
+        qs[j] = (v == v) ? static_cast<int8_t>(nearest_int(v < -127.0f ? -127.0f : (v > 127.0f ? 127.0f : v))) : 0;
+      }
+    }
+    return d;
+  }
   const float id = d != 0.0f ? 1.0f / d : 0.0f;
   if (all_finite(x, kQK) && std::isfinite(id)) {
     // Every |x * id| is within 127 * (1 + 2^-23): the plain loop, vectorized.
@@ -70,6 +89,26 @@ float quantize_block_32(const float* x, int8_t* qs) {
     for (int j = 0; j < kQK; ++j) qs[j] = round_away_to_i8(x[j] * id);
   }
   return d;
+}
+
+void quantize_q8_0(const float* x, void* y, int64_t n, Rounding rounding) {
+  auto* blocks = static_cast<BlockQ8_0*>(y);
+  for (int64_t b = 0; b < n / kQK; ++b) {
+    const float d = quantize_block_32(x + b * kQK, blocks[b].qs, rounding);
+    blocks[b].d = f32_to_fp16(d);
+  }
+}
+
+void quantize_q8_1(const float* x, void* y, int64_t n, Rounding rounding) {
+  auto* blocks = static_cast<BlockQ8_1*>(y);
+  for (int64_t b = 0; b < n / kQK; ++b) {
+    BlockQ8_1& block = blocks[b];
+    const float d = quantize_block_32(x + b * kQK, block.qs, rounding);
+    int sum = 0;
+    for (int j = 0; j < kQK; ++j) sum += block.qs[j];
+    block.d = f32_to_fp16(d);
+    block.s = f32_to_fp16(static_cast<float>(sum) * d);
+  }
 }
 
 void quantize_block_q8_K(const float* x, BlockQ8_K& y) {
@@ -105,23 +144,16 @@ void quantize_block_q8_K(const float* x, BlockQ8_K& y) {
 }  // namespace
 
 void quantize_row_q8_0(const float* x, void* y, int64_t n) {
-  auto* blocks = static_cast<BlockQ8_0*>(y);
-  for (int64_t b = 0; b < n / kQK; ++b) {
-    const float d = quantize_block_32(x + b * kQK, blocks[b].qs);
-    blocks[b].d = f32_to_fp16(d);
-  }
+  quantize_q8_0(x, y, n, Rounding::kReference);
 }
-
 void quantize_row_q8_1(const float* x, void* y, int64_t n) {
-  auto* blocks = static_cast<BlockQ8_1*>(y);
-  for (int64_t b = 0; b < n / kQK; ++b) {
-    BlockQ8_1& block = blocks[b];
-    const float d = quantize_block_32(x + b * kQK, block.qs);
-    int sum = 0;
-    for (int j = 0; j < kQK; ++j) sum += block.qs[j];
-    block.d = f32_to_fp16(d);
-    block.s = f32_to_fp16(static_cast<float>(sum) * d);
-  }
+  quantize_q8_1(x, y, n, Rounding::kReference);
+}
+void quantize_activations_q8_0(const float* x, void* y, int64_t n) {
+  quantize_q8_0(x, y, n, Rounding::kRuntime);
+}
+void quantize_activations_q8_1(const float* x, void* y, int64_t n) {
+  quantize_q8_1(x, y, n, Rounding::kRuntime);
 }
 
 void quantize_row_q8_K(const float* x, void* y, int64_t n) {

@@ -44,6 +44,36 @@ TEST(QuantizeQ8_0, UnitScaleRoundsHalvesAwayFromZero) {
   EXPECT_EQ(quants(y.qs, kQK), padded({127, 3, -3, 1, -1, 2, -2, 0, 127, -127, 0}, kQK));
 }
 
+TEST(QuantizeActivationsQ8_0, UnitScaleRoundsHalvesToEven) {
+  // The activation quantizer scales by 127 / amax (1 here) and rounds ties to even.
+  const std::vector<float> x = block_of({127.0f, 2.5f, -2.5f, 0.5f, -0.5f, 1.5f, -1.5f, 0.49999997f, 126.5f, -126.5f, -0.0f});
+  BlockQ8_0 y;
+  quantize_activations_q8_0(x.data(), &y, kQK);
+  EXPECT_EQ(y.d, kHalfOne);
+  EXPECT_EQ(quants(y.qs, kQK), padded({127, 2, -2, 0, 0, 2, -2, 0, 126, -126, 0}, kQK));
+}
+
+TEST(QuantizeActivationsQ8_0, ScalesByInverseOfAmaxNotOfD) {
+  // amax 2.59: the reference multiplies x by 1 / (amax / 127), giving 28.5000019 -> 29;
+  // the activation path multiplies by 127 / amax, giving 28.4999981 -> 28.
+  const std::vector<float> x = block_of({2.59000015f, 0.581220508f, -0.581220508f});
+  BlockQ8_0 act;
+  BlockQ8_0 ref;
+  quantize_activations_q8_0(x.data(), &act, kQK);
+  quantize_row_q8_0(x.data(), &ref, kQK);
+  EXPECT_EQ(act.d, ref.d);
+  EXPECT_EQ(quants(act.qs, 3), (std::vector<int>{127, 28, -28}));
+  EXPECT_EQ(quants(ref.qs, 3), (std::vector<int>{127, 29, -29}));
+}
+
+TEST(QuantizeActivationsQ8_1, SumMatchesQuants) {
+  const std::vector<float> x = block_of({127.0f, 2.5f, 1.5f, -0.5f});
+  BlockQ8_1 y;
+  quantize_activations_q8_1(x.data(), &y, kQK);
+  EXPECT_EQ(quants(y.qs, kQK), padded({127, 2, 2, 0}, kQK));
+  EXPECT_EQ(fp16_to_f32(y.s), 131.0f);
+}
+
 TEST(QuantizeQ8_0, NegativeMaximumAndHalfScale) {
   // amax 63.5 (a negative value) gives d = 0.5: quants are round(2x).
   const std::vector<float> x = block_of({1.25f, -1.25f, 0.75f, 0.1f, 0.0f, -63.5f, 63.0f, -0.25f});

@@ -1,0 +1,48 @@
+#pragma once
+// 64-byte aligned memory for the CPU backend: cache-line aligned so that SIMD loads
+// never straddle lines at row starts and threads never share a line at a buffer's edge.
+
+#include <cstddef>
+#include <memory>
+
+#include "backend/backend.h"
+#include "core/status.h"
+
+namespace pagoda::backend::cpu {
+
+inline constexpr size_t kAlignment = 64;
+
+struct AlignedFree {
+  void operator()(void* p) const noexcept;
+};
+using AlignedPtr = std::unique_ptr<std::byte, AlignedFree>;
+
+// `bytes` rounded up to the alignment; nullptr when the allocation fails.
+AlignedPtr allocate_aligned(size_t bytes);
+
+// A Buffer the backend hands out from allocate().
+class CpuBuffer final : public Buffer {
+ public:
+  static Expected<std::unique_ptr<Buffer>> create(size_t bytes);
+  void* data() override { return data_.get(); }
+  size_t size() const override { return size_; }
+
+ private:
+  CpuBuffer(AlignedPtr data, size_t size) : data_(std::move(data)), size_(size) {}
+  AlignedPtr data_;
+  size_t size_;
+};
+
+// Per-op scratch that grows to the largest size asked for and is then reused: the
+// per-token path allocates only when a batch is bigger than any before it.
+class Scratch {
+ public:
+  // At least `bytes` of aligned memory (contents unspecified), or nullptr if out of memory.
+  std::byte* reserve(size_t bytes);
+
+ private:
+  AlignedPtr data_;
+  size_t capacity_ = 0;
+};
+
+}  // namespace pagoda::backend::cpu

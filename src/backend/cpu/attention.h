@@ -1,0 +1,56 @@
+#pragma once
+// Paged attention on the CPU (see Backend::attention for the contract).
+//
+// The new K/V rows are first written to their cache slots (rounded to the cache type),
+// then every query reads its context straight from the cache blocks through its
+// sequence's block table. Numerics follow the reference CPU build's flash attention,
+// whose results the models must reproduce:
+//  - a sequence with fewer than 64 new tokens: per query, Q converted to the K cache's
+//    dot format (f16 for an f16 cache), online softmax over positions in order, V
+//    accumulated in f16 (rounded at every step) for an f16 cache, else in f32;
+//  - 64 or more new tokens (f16 / f32 cache): tiles of 64 queries x 64 positions, f32
+//    scores as FMA chains, softmax sums in double, f32 V accumulator;
+//  - a single decoding query with 512+ positions: positions split into one chunk per
+//    thread, each run as above, the partial softmax states merged in chunk order.
+
+#include <vector>
+
+#include "backend/backend.h"
+#include "backend/cpu/aligned_memory.h"
+#include "core/status.h"
+#include "core/thread_pool.h"
+#include "quant/dot.h"
+
+namespace pagoda::backend::cpu {
+
+struct AttentionContext;
+
+class Attention {
+ public:
+  explicit Attention(quant::Isa isa) : isa_(isa) {}
+
+  Status run(ThreadPool& pool, const TensorView& q, const TensorView& k, const TensorView& v,
+             KvStorage& kv, int32_t layer, const AttentionBatch& batch, float scale,
+             const TensorView& out);
+
+  // New tokens in a sequence from which its queries go through the tiled schedule.
+  static constexpr int32_t kTileQueries = 64;
+  // Context length from which a lone decoding query is split over the threads.
+  static constexpr int32_t kSplitContext = 512;
+
+ private:
+  struct Work {  // one task: queries [q_begin, q_end) of one sequence and head
+    int32_t sequence, head, q_begin, q_end;
+    bool tiled;
+  };
+  Status reserve_scratch(ThreadPool& pool, const AttentionContext& c, const AttentionBatch& batch);
+  void run_queries(ThreadPool& pool, const AttentionContext& c, std::span<const SequenceAttention> seqs);
+  Status run_split(ThreadPool& pool, const AttentionContext& c, const SequenceAttention& s);
+
+  quant::Isa isa_;
+  std::vector<Work> work_;          // rebuilt per call; capacity grows rarely
+  std::vector<Scratch> thread_scratch_;  // per thread, sized for the largest head seen
+  Scratch partials_;                // split schedule: [chunk][head][2 + head_dim]
+};
+
+}  // namespace pagoda::backend::cpu

@@ -1,0 +1,188 @@
+#include "backend/cpu/matmul.h"
+
+#include <algorithm>
+#include <string>
+
+#include "backend/cpu/matmul_tiles.h"
+#include "backend/cpu/ops.h"
+#include "backend/cpu/rows.h"
+#include "quant/blocks.h"
+
+namespace pagoda::backend::cpu {
+namespace {
+
+// Weight bytes a schedule tries to keep in a core's L2 while it reuses them.
+constexpr size_t kWeightPanelBytes = 128 * 1024;
+// Activation bytes a tile of the tiled schedule keeps in L2 (tiles are also the units of
+// work): each strip of 8 weight rows passes over all of the tile's tokens.
+constexpr size_t kTileActivationBytes = 192 * 1024;
+constexpr int64_t kMaxTileTokens = 64;
+
+int64_t round_up(int64_t value, int64_t multiple) { return (value + multiple - 1) / multiple * multiple; }
+
+}  // namespace
+
+struct Matmul::Plan {
+  const quant::DotKernel* kernel = nullptr;
+  const TileKernel* tile = nullptr;
+  int64_t n_in = 0, n_out = 0, n_tokens = 0;
+  const std::byte* w = nullptr;
+  size_t w_stride = 0;
+  const std::byte* a = nullptr;  // activations in the kernel's format
+  size_t a_stride = 0;
+  float* y = nullptr;
+  size_t y_stride = 0;  // floats between tokens
+  const int32_t* a_sums = nullptr;  // [n_tokens][n_in / 32] block sums, when the tile kernel wants them
+};
+
+Status Matmul::run(ThreadPool& pool, const TensorView& w, const TensorView& x, const TensorView& y,
+                   MatmulSchedule schedule) {
+  Plan plan;
+  plan.kernel = quant::find_dot_kernel(w.type, isa_);
+  if (plan.kernel == nullptr || w.data == nullptr) {
+    return unsupported("matmul: no dot kernel for weights of type " + std::string(dtype_name(w.type)));
+  }
+  plan.n_in = w.ne[0];
+  plan.n_out = w.ne[1];
+  plan.n_tokens = x.n_rows();
+  if (w.ne[2] != 1 || w.ne[3] != 1 || !is_f32_rows(x) || !is_f32_rows(y) || x.ne[0] != plan.n_in ||
+      y.ne[0] != plan.n_out || y.n_rows() != plan.n_tokens || y.nb[1] % sizeof(float) != 0 ||
+      x.ne[2] * x.ne[3] != 1 || y.ne[2] * y.ne[3] != 1) {
+    return invalid_argument("matmul: needs w [n_out][n_in], x [n][n_in] f32 and y [n][n_out] f32");
+  }
+  if (plan.n_in % traits(w.type).block_size != 0 ||
+      plan.n_in % traits(plan.kernel->activation).block_size != 0) {
+    return invalid_argument("matmul: row length " + std::to_string(plan.n_in) +
+                            " is not a multiple of the block size of " + std::string(dtype_name(w.type)));
+  }
+  plan.w = static_cast<const std::byte*>(w.data);
+  plan.w_stride = w.nb[1];
+  plan.y = static_cast<float*>(y.data);
+  plan.y_stride = y.nb[1] / sizeof(float);
+  if (plan.n_tokens == 0 || plan.n_out == 0) return {};
+
+  const TileKernel* tile = find_tile_kernel(w.type, isa_, mirror_reference_);
+  if (schedule == MatmulSchedule::kTiled && tile == nullptr) {
+    return unsupported("matmul: no tiled kernel for " + std::string(dtype_name(w.type)));
+  }
+  const bool tiled = schedule == MatmulSchedule::kTiled ||
+                     (schedule == MatmulSchedule::kAuto && use_tiled(tile, plan.n_out, plan.n_tokens));
+  plan.tile = tiled ? tile : nullptr;
+
+  PAGODA_TRY(quantize_activations(pool, x, plan));
+  if (plan.tile && plan.tile->block_sums) PAGODA_TRY(sum_activation_blocks(pool, plan));
+  if (plan.tile) {
+    tile_scratch_.resize(static_cast<size_t>(pool.size()));
+    for (Scratch& s : tile_scratch_) {
+      if (s.reserve(tile_scratch_bytes(plan.n_in)) == nullptr) {
+        return resource_exhausted("matmul: cannot allocate tile scratch");
+      }
+    }
+    run_tiled(pool, plan);
+  } else {
+    run_rows(pool, plan);
+  }
+  return {};
+}
+
+bool Matmul::use_tiled(const TileKernel* tile, int64_t n_out, int64_t n_tokens) const {
+  if (tile == nullptr) return false;
+  if (mirror_reference_) return tile->mirrors_reference && (!tile->needs_rows_of_8 || n_out % 8 == 0);
+  return n_tokens >= kTiledMinTokens;
+}
+
+Status Matmul::quantize_activations(ThreadPool& pool, const TensorView& x, Plan& plan) {
+  const quant::DotKernel& kernel = *plan.kernel;
+  if (kernel.activation == DType::F32) {  // f32 weights read the activations as they are
+    plan.a = static_cast<const std::byte*>(x.data);
+    plan.a_stride = x.nb[1];
+    return {};
+  }
+  plan.a_stride = static_cast<size_t>(row_bytes(kernel.activation, plan.n_in));
+  std::byte* dst = activations_.reserve(plan.a_stride * static_cast<size_t>(plan.n_tokens));
+  if (dst == nullptr) return resource_exhausted("matmul: cannot allocate activation scratch");
+  plan.a = dst;
+  parallel_rows(pool, plan.n_tokens, plan.n_in, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      kernel.quantize(x.row<const float>(t), dst + static_cast<size_t>(t) * plan.a_stride, plan.n_in);
+    }
+  });
+  return {};
+}
+
+Status Matmul::sum_activation_blocks(ThreadPool& pool, Plan& plan) {
+  // Q8_0 blocks: the sum of each block's 32 quants, exact in int32.
+  const int64_t n_blocks = plan.n_in / 32;
+  int32_t* sums = reinterpret_cast<int32_t*>(
+      block_sums_.reserve(sizeof(int32_t) * static_cast<size_t>(n_blocks * plan.n_tokens)));
+  if (sums == nullptr) return resource_exhausted("matmul: cannot allocate activation sums");
+  parallel_rows(pool, plan.n_tokens, plan.n_in, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      const auto* blocks = reinterpret_cast<const quant::BlockQ8_0*>(plan.a + static_cast<size_t>(t) * plan.a_stride);
+      for (int64_t b = 0; b < n_blocks; ++b) {
+        int32_t sum = 0;
+        for (int i = 0; i < quant::kQK; ++i) sum += blocks[b].qs[i];
+        sums[t * n_blocks + b] = sum;
+      }
+    }
+  });
+  plan.a_sums = sums;
+  return {};
+}
+
+void Matmul::run_rows(ThreadPool& pool, const Plan& plan) {
+  // Chunks of rows small enough to balance the threads, and (for several tokens) to stay
+  // in L2 while each token passes over them.
+  const size_t w_row = plan.w_stride;
+  const int64_t by_cache = std::max<int64_t>(static_cast<int64_t>(kWeightPanelBytes / std::max<size_t>(w_row, 1)), 1);
+  const int64_t by_balance = std::max<int64_t>(plan.n_out / (8 * static_cast<int64_t>(pool.size())), 1);
+  int64_t chunk = std::min(by_cache, by_balance);
+  if (chunk >= 16) chunk = chunk / 16 * 16;
+  const int64_t n_chunks = (plan.n_out + chunk - 1) / chunk;
+  const quant::VecDotFn dot = plan.kernel->dot;
+
+  pool.parallel_for(n_chunks, [&](int64_t task, int) {
+    const int64_t r0 = task * chunk;
+    const int64_t r1 = std::min(r0 + chunk, plan.n_out);
+    for (int64_t t = 0; t < plan.n_tokens; ++t) {
+      const std::byte* a = plan.a + static_cast<size_t>(t) * plan.a_stride;
+      float* y = plan.y + static_cast<size_t>(t) * plan.y_stride;
+      for (int64_t r = r0; r < r1; ++r) y[r] = dot(plan.n_in, plan.w + static_cast<size_t>(r) * w_row, a);
+    }
+  });
+}
+
+void Matmul::run_tiled(ThreadPool& pool, const Plan& plan) {
+  // Panels of weight rows that fit in L2, times tiles of tokens whose activations do too.
+  const int64_t tile_tokens = std::clamp<int64_t>(
+      static_cast<int64_t>(kTileActivationBytes / plan.a_stride) / 4 * 4, 8, kMaxTileTokens);
+  int64_t panel = static_cast<int64_t>(kWeightPanelBytes / std::max<size_t>(plan.w_stride, 1));
+  panel = std::clamp<int64_t>(panel / 8 * 8, 8, 256);
+  const int64_t by_balance = round_up(std::max<int64_t>(plan.n_out / (2 * static_cast<int64_t>(pool.size())), 1), 8);
+  if (plan.n_tokens <= tile_tokens) panel = std::min(panel, by_balance);
+  const int64_t n_panels = (plan.n_out + panel - 1) / panel;
+  const int64_t n_token_tiles = (plan.n_tokens + tile_tokens - 1) / tile_tokens;
+
+  pool.parallel_for(n_panels * n_token_tiles, [&](int64_t task, int thread) {
+    const int64_t r0 = (task / n_token_tiles) * panel;
+    const int64_t t0 = (task % n_token_tiles) * tile_tokens;
+    TileJob job;
+    job.n_in = plan.n_in;
+    job.w = plan.w + static_cast<size_t>(r0) * plan.w_stride;
+    job.w_stride = plan.w_stride;
+    job.n_rows = std::min(panel, plan.n_out - r0);
+    job.a = plan.a + static_cast<size_t>(t0) * plan.a_stride;
+    job.a_stride = plan.a_stride;
+    job.n_cols = std::min(tile_tokens, plan.n_tokens - t0);
+    job.y = plan.y + static_cast<size_t>(t0) * plan.y_stride + static_cast<size_t>(r0);
+    job.y_stride = plan.y_stride;
+    job.scratch = tile_scratch_[static_cast<size_t>(thread)].reserve(0);
+    if (plan.a_sums != nullptr) {
+      job.a_sums_stride = static_cast<size_t>(plan.n_in / 32);
+      job.a_sums = plan.a_sums + static_cast<size_t>(t0) * job.a_sums_stride;
+    }
+    plan.tile->run(job);
+  });
+}
+
+}  // namespace pagoda::backend::cpu

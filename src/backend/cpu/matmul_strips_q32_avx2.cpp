@@ -1,0 +1,256 @@
+// Strip kernels of the 32-value block formats against Q8_0 (or Q8_1) activations. Per
+// block, row and token: the exact integer dot of the 32 values with the token's quants,
+// times d_w * d_a, accumulated in f32; Q4_1 / Q5_1 add m_w * s_a. These are the sums
+// and products of the reference dot kernels; only the order of f32 additions differs.
+
+#include "backend/cpu/matmul_strip_avx2.h"
+#include "quant/blocks.h"
+
+namespace pagoda::backend::cpu::avx2 {
+namespace {
+
+using quant::BlockQ8_0;
+using quant::BlockQ8_1;
+
+// Values of one block as 32 bytes: signed for the symmetric formats, unsigned (0..31)
+// for the ones with a minimum.
+struct Q8_0Values {
+  using Block = quant::BlockQ8_0;
+  static __m256i values(const Block& b) { return load256(b.qs); }
+};
+// Q4_0 / Q5_0 as stored: 0..15 / 0..31, the offset of 8 / 16 comes off per block.
+struct Q4_0Values {
+  using Block = quant::BlockQ4_0;
+  static constexpr int kOffset = 8;
+  static __m256i values(const Block& b) { return unpack_nibbles(b.qs); }
+};
+struct Q5_0Values {
+  using Block = quant::BlockQ5_0;
+  static constexpr int kOffset = 16;
+  static __m256i values(const Block& b) {
+    uint32_t qh;
+    std::memcpy(&qh, b.qh, sizeof(qh));
+    return _mm256_or_si256(unpack_nibbles(b.qs), _mm256_and_si256(bytes_from_bits(qh), _mm256_set1_epi8(0x10)));
+  }
+};
+struct IQ4_NLValues {
+  using Block = quant::BlockIQ4_NL;
+  static __m256i values(const Block& b) {
+    const __m128i table = load128(quant::kIQ4NLValues);
+    return _mm256_shuffle_epi8(_mm256_set_m128i(table, table), unpack_nibbles(b.qs));
+  }
+};
+struct Q4_1Values {
+  using Block = quant::BlockQ4_1;
+  static __m256i values(const Block& b) { return unpack_nibbles(b.qs); }
+};
+struct Q5_1Values {
+  using Block = quant::BlockQ5_1;
+  static __m256i values(const Block& b) {
+    uint32_t qh;
+    std::memcpy(&qh, b.qh, sizeof(qh));
+    return _mm256_or_si256(unpack_nibbles(b.qs), _mm256_and_si256(bytes_from_bits(qh), _mm256_set1_epi8(0x10)));
+  }
+};
+
+// One block of 8 rows: chunk k holds values 4k..4k+3 of row r in lane r.
+struct Strip32 {
+  uint8_t qs[8][32];
+  float d[kStripRows];
+  float m[kStripRows];  // minimums (Q4_1 / Q5_1), else unused
+};
+
+template <class Values, bool kHasMin>
+void repack32(const TileJob& job, int64_t row, int n_rows, Strip32* strip) {
+  using Block = typename Values::Block;
+  const Block* w[kStripRows] = {};
+  for (int r = 0; r < n_rows; ++r) w[r] = weight_row<Block>(job, row + r);
+  for (int64_t b = 0; b < job.n_in / quant::kQK; ++b) {
+    __m256i rows[kStripRows], chunks[8];
+    for (int r = 0; r < kStripRows; ++r) {
+      rows[r] = r < n_rows ? Values::values(w[r][b]) : _mm256_setzero_si256();
+      strip[b].d[r] = r < n_rows ? half_to_float(w[r][b].d) : 0.0f;
+      if constexpr (kHasMin) strip[b].m[r] = r < n_rows ? half_to_float(w[r][b].m) : 0.0f;
+    }
+    interleave_rows(rows, chunks);
+    for (int k = 0; k < 8; ++k) store256(strip[b].qs[k], chunks[k]);
+  }
+}
+
+// Symmetric formats: signed values, |w| * sign(a, w) through maddubs. int16 partial sums
+// are carried over kChunks steps of 4 values before widening (kChunks * 2 * |w|max * 127
+// must stay below 32768).
+// The 8 rows' block scales d_w as f32 (0 past n_rows).
+template <class Block>
+__m256 block_scales(const Block* const* w, int n_rows, int64_t b) {
+  alignas(32) float d[kStripRows] = {};
+  for (int r = 0; r < n_rows; ++r) d[r] = half_to_float(w[r][b].d);
+  return _mm256_load_ps(d);
+}
+
+template <class Values, int kChunks>
+struct SignedFormat {
+  using Strip = Strip32;
+  static void repack(const TileJob& job, int64_t row, int n_rows, Strip* strip) {
+    repack32<Values, false>(job, row, n_rows, strip);
+  }
+  static __m256 gemv(const TileJob& job, int64_t row, int n_rows, int64_t col) {
+    using Block = typename Values::Block;
+    const Block* w[kStripRows] = {};
+    for (int r = 0; r < n_rows; ++r) w[r] = weight_row<Block>(job, row + r);
+    const BlockQ8_0* a = activation_row<BlockQ8_0>(job, col);
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t b = 0; b < job.n_in / quant::kQK; ++b) {
+      const __m256i av = load256(a[b].qs);
+      __m256i sums[kStripRows];
+      for (int r = 0; r < kStripRows; ++r) {
+        const __m256i wv = r < n_rows ? Values::values(w[r][b]) : _mm256_setzero_si256();
+        sums[r] = quad_sums(_mm256_maddubs_epi16(_mm256_sign_epi8(wv, wv), _mm256_sign_epi8(av, wv)));
+      }
+      const __m256 scale = _mm256_mul_ps(block_scales(w, n_rows, b), _mm256_set1_ps(half_to_float(a[b].d)));
+      acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(row_totals(sums)), scale, acc);
+    }
+    return acc;
+  }
+  template <int C>
+  static void multiply(const TileJob& job, const Strip* strip, int64_t col, __m256* acc) {
+    const BlockQ8_0* a[C];
+    for (int j = 0; j < C; ++j) {
+      a[j] = activation_row<BlockQ8_0>(job, col + j);
+      acc[j] = _mm256_setzero_ps();
+    }
+    for (int64_t b = 0; b < job.n_in / quant::kQK; ++b) {
+      __m256i sum[C];
+      for (int j = 0; j < C; ++j) sum[j] = _mm256_setzero_si256();
+      for (int k0 = 0; k0 < 8; k0 += kChunks) {
+        __m256i part[C];
+        for (int j = 0; j < C; ++j) part[j] = _mm256_setzero_si256();
+        for (int k = k0; k < k0 + kChunks; ++k) {
+          const __m256i w = load256(strip[b].qs[k]);
+          const __m256i w_abs = _mm256_sign_epi8(w, w);
+          for (int j = 0; j < C; ++j) {
+            const __m256i av = _mm256_sign_epi8(broadcast4(a[j][b].qs + 4 * k), w);
+            accumulate_epi16(part[j], _mm256_maddubs_epi16(w_abs, av));
+          }
+        }
+        for (int j = 0; j < C; ++j) sum[j] = _mm256_add_epi32(sum[j], quad_sums(part[j]));
+      }
+      const __m256 d = _mm256_loadu_ps(strip[b].d);
+      for (int j = 0; j < C; ++j) {
+        const __m256 scale = _mm256_mul_ps(d, _mm256_set1_ps(half_to_float(a[j][b].d)));
+        acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum[j]), scale, acc[j]);
+      }
+    }
+  }
+};
+
+// Offset formats: unsigned values q (< 32) standing for q - offset; per block the exact
+// sum(q a) - offset * sum(a), with sum(a) from TileJob::a_sums.
+template <class Values, int kChunks>
+struct OffsetFormat {
+  using Strip = Strip32;
+  static void repack(const TileJob& job, int64_t row, int n_rows, Strip* strip) {
+    repack32<Values, false>(job, row, n_rows, strip);
+  }
+  static __m256 gemv(const TileJob& job, int64_t row, int n_rows, int64_t col) {
+    using Block = typename Values::Block;
+    const Block* w[kStripRows] = {};
+    for (int r = 0; r < n_rows; ++r) w[r] = weight_row<Block>(job, row + r);
+    const BlockQ8_0* a = activation_row<BlockQ8_0>(job, col);
+    const int32_t* a_sums = job.a_sums + static_cast<size_t>(col) * job.a_sums_stride;
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t b = 0; b < job.n_in / quant::kQK; ++b) {
+      const __m256i av = load256(a[b].qs);
+      __m256i sums[kStripRows];
+      for (int r = 0; r < kStripRows; ++r) {
+        const __m256i wv = r < n_rows ? Values::values(w[r][b]) : _mm256_setzero_si256();
+        sums[r] = quad_sums(_mm256_maddubs_epi16(wv, av));
+      }
+      const __m256i exact = _mm256_add_epi32(row_totals(sums), _mm256_set1_epi32(-Values::kOffset * a_sums[b]));
+      const __m256 scale = _mm256_mul_ps(block_scales(w, n_rows, b), _mm256_set1_ps(half_to_float(a[b].d)));
+      acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(exact), scale, acc);
+    }
+    return acc;
+  }
+  template <int C>
+  static void multiply(const TileJob& job, const Strip* strip, int64_t col, __m256* acc) {
+    const BlockQ8_0* a[C];
+    const int32_t* sums[C];
+    for (int j = 0; j < C; ++j) {
+      a[j] = activation_row<BlockQ8_0>(job, col + j);
+      sums[j] = job.a_sums + static_cast<size_t>(col + j) * job.a_sums_stride;
+      acc[j] = _mm256_setzero_ps();
+    }
+    for (int64_t b = 0; b < job.n_in / quant::kQK; ++b) {
+      __m256i sum[C];
+      for (int j = 0; j < C; ++j) sum[j] = _mm256_set1_epi32(-Values::kOffset * sums[j][b]);
+      for (int k0 = 0; k0 < 8; k0 += kChunks) {
+        __m256i part[C];
+        for (int j = 0; j < C; ++j) part[j] = _mm256_setzero_si256();
+        for (int k = k0; k < k0 + kChunks; ++k) {
+          const __m256i w = load256(strip[b].qs[k]);
+          for (int j = 0; j < C; ++j) {
+            accumulate_epi16(part[j], _mm256_maddubs_epi16(w, broadcast4(a[j][b].qs + 4 * k)));
+          }
+        }
+        for (int j = 0; j < C; ++j) sum[j] = _mm256_add_epi32(sum[j], quad_sums(part[j]));
+      }
+      const __m256 d = _mm256_loadu_ps(strip[b].d);
+      for (int j = 0; j < C; ++j) {
+        const __m256 scale = _mm256_mul_ps(d, _mm256_set1_ps(half_to_float(a[j][b].d)));
+        acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum[j]), scale, acc[j]);
+      }
+    }
+  }
+};
+
+// Formats with a minimum: unsigned values (< 32), result d_w d_a sum(q a) + m_w s_a.
+template <class Values, int kChunks>
+struct MinFormat {
+  using Strip = Strip32;
+  static void repack(const TileJob& job, int64_t row, int n_rows, Strip* strip) {
+    repack32<Values, true>(job, row, n_rows, strip);
+  }
+  template <int C>
+  static void multiply(const TileJob& job, const Strip* strip, int64_t col, __m256* acc) {
+    const BlockQ8_1* a[C];
+    for (int j = 0; j < C; ++j) {
+      a[j] = activation_row<BlockQ8_1>(job, col + j);
+      acc[j] = _mm256_setzero_ps();
+    }
+    for (int64_t b = 0; b < job.n_in / quant::kQK; ++b) {
+      __m256i sum[C];
+      for (int j = 0; j < C; ++j) sum[j] = _mm256_setzero_si256();
+      for (int k0 = 0; k0 < 8; k0 += kChunks) {
+        __m256i part[C];
+        for (int j = 0; j < C; ++j) part[j] = _mm256_setzero_si256();
+        for (int k = k0; k < k0 + kChunks; ++k) {
+          const __m256i w = load256(strip[b].qs[k]);
+          for (int j = 0; j < C; ++j) {
+            accumulate_epi16(part[j], _mm256_maddubs_epi16(w, broadcast4(a[j][b].qs + 4 * k)));
+          }
+        }
+        for (int j = 0; j < C; ++j) sum[j] = _mm256_add_epi32(sum[j], quad_sums(part[j]));
+      }
+      const __m256 d = _mm256_loadu_ps(strip[b].d), m = _mm256_loadu_ps(strip[b].m);
+      for (int j = 0; j < C; ++j) {
+        const __m256 scale = _mm256_mul_ps(d, _mm256_set1_ps(half_to_float(a[j][b].d)));
+        acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum[j]), scale, acc[j]);
+        acc[j] = _mm256_fmadd_ps(m, _mm256_set1_ps(half_to_float(a[j][b].s)), acc[j]);
+      }
+    }
+  }
+};
+
+}  // namespace
+
+// |w| <= 127 (Q8_0, IQ4_NL): one step of 2 * 127 * 127 fits int16.
+void tile_q8_0(const TileJob& job) { run_strips<SignedFormat<Q8_0Values, 1>>(job); }
+void tile_iq4_nl(const TileJob& job) { run_strips<SignedFormat<IQ4_NLValues, 1>>(job); }
+// q <= 15: 8 steps of 2 * 15 * 127 fit int16; q <= 31: 4 steps of 2 * 31 * 127.
+void tile_q4_0(const TileJob& job) { run_strips<OffsetFormat<Q4_0Values, 8>>(job); }
+void tile_q5_0(const TileJob& job) { run_strips<OffsetFormat<Q5_0Values, 4>>(job); }
+void tile_q4_1(const TileJob& job) { run_strips<MinFormat<Q4_1Values, 8>>(job); }
+void tile_q5_1(const TileJob& job) { run_strips<MinFormat<Q5_1Values, 4>>(job); }
+
+}  // namespace pagoda::backend::cpu::avx2

@@ -1,0 +1,75 @@
+#pragma once
+// Register-blocked matmul kernels. A kernel computes a tile of y = x W^T: `n_rows` weight
+// rows against `n_cols` activation rows, every dot product over the whole n_in, several
+// weight rows x several tokens at a time so that each weight block loaded from cache is
+// used for several tokens and each activation block for several rows:
+//  - strip kernels (matmul_strip_avx2.h): 8 rows x 4 tokens, rows in SIMD lanes;
+//  - pair kernels (matmul_pairs_avx2.cpp): 4 rows x 2 tokens, one 8-lane accumulator
+//    per (row, token), the reference's layout for Q8_0, Q5_0, Q4_1 and Q5_1.
+//
+// Numerics: activations come already quantized by the quant layer (one row at a time,
+// exactly as for the single-token path); each kernel forms the same per-block integer
+// sums and the same scale products as the reference dot kernels. The order of the f32
+// additions is the reference's where TileKernel::mirrors_reference says so.
+
+#include <cstddef>
+#include <cstdint>
+
+#include "core/dtype.h"
+#include "quant/dot.h"
+
+namespace pagoda::backend::cpu {
+
+struct TileJob {
+  int64_t n_in = 0;            // values per dot product (a multiple of the block size)
+  const std::byte* w = nullptr;  // first weight row of the tile
+  size_t w_stride = 0;         // bytes between weight rows
+  int64_t n_rows = 0;
+  const std::byte* a = nullptr;  // first activation row, in the weight's activation format
+  size_t a_stride = 0;         // bytes between activation rows
+  int64_t n_cols = 0;
+  float* y = nullptr;          // y[col * y_stride + row]: output of the first row and col
+  size_t y_stride = 0;         // floats between consecutive tokens' outputs
+  std::byte* scratch = nullptr;  // tile_scratch_bytes(n_in) bytes, 64-byte aligned, per thread
+  const int32_t* a_sums = nullptr;  // kernels with block_sums: sum of each activation block's quants
+  size_t a_sums_stride = 0;         // int32s between tokens
+};
+
+// Scratch a kernel needs for rows of n_in values (the repacked form of 8 weight rows).
+inline size_t tile_scratch_bytes(int64_t n_in) { return static_cast<size_t>(n_in / 32) * 384 + 64; }
+
+struct TileKernel {
+  void (*run)(const TileJob& job);
+  bool block_sums;  // needs TileJob::a_sums (Q8_0 activations: the sum of each block's 32 quants)
+  // Rounds in f32 exactly as the reference build's CPU kernel for this type does on AVX2
+  // (its repacked 8-row gemm for groups of 4 tokens, gemv for the rest), so that models
+  // reproduce its log-probabilities; the others share its integer math only.
+  bool mirrors_reference;
+  // The reference repacks this type (and so rounds this way) only for weights with a
+  // multiple of 8 rows; others take its row-by-row dot products.
+  bool needs_rows_of_8;
+};
+
+// The tiled kernel for `weight` on `isa` or a lower ISA, preferring one that mirrors the
+// reference's rounding when asked; nullptr where none exists (the caller then uses the
+// quant layer's row-by-row dot kernels).
+const TileKernel* find_tile_kernel(DType weight, quant::Isa isa, bool mirror_reference = false);
+
+namespace avx2 {
+void tile_q8_0(const TileJob& job);
+void tile_q4_0(const TileJob& job);
+void tile_q5_0(const TileJob& job);
+void tile_iq4_nl(const TileJob& job);
+void tile_q4_1(const TileJob& job);
+void tile_q5_1(const TileJob& job);
+void tile_q4_K(const TileJob& job);
+void tile_q5_K(const TileJob& job);
+void tile_q6_K(const TileJob& job);
+// Per-pair accumulators (matmul_pairs_avx2.cpp): the reference's rounding for these types.
+void pairs_q8_0(const TileJob& job);
+void pairs_q5_0(const TileJob& job);
+void pairs_q4_1(const TileJob& job);
+void pairs_q5_1(const TileJob& job);
+}  // namespace avx2
+
+}  // namespace pagoda::backend::cpu

@@ -1,0 +1,36 @@
+#pragma once
+// The CPU implementations of the Backend ops other than matmul and attention (see
+// backend/backend.h for shapes). Each returns an error for views it cannot handle
+// instead of touching memory it should not; the backend keeps the first such error.
+// Numerics follow the reference CPU build (ggml) where log-probabilities depend on
+// them: double sums in the norms, iterated float theta in rope, the f16 gelu table.
+
+#include <cstdint>
+#include <span>
+
+#include "backend/backend.h"
+#include "core/status.h"
+#include "core/thread_pool.h"
+
+namespace pagoda::backend::cpu {
+
+Status get_rows(ThreadPool& pool, const TensorView& table, std::span<const int32_t> ids,
+                const TensorView& out);
+Status add_bias(ThreadPool& pool, const TensorView& y, const TensorView& bias);
+Status add(ThreadPool& pool, const TensorView& a, const TensorView& b, const TensorView& out);
+Status rms_norm(ThreadPool& pool, const TensorView& x, const TensorView& weight, float eps,
+                const TensorView& y);
+Status layer_norm(ThreadPool& pool, const TensorView& x, const TensorView& weight,
+                  const TensorView& bias, float eps, const TensorView& y);
+Status rope(ThreadPool& pool, const TensorView& x, std::span<const int32_t> positions,
+            const RopeParams& params);
+Status silu_mul(ThreadPool& pool, const TensorView& gate, const TensorView& up,
+                const TensorView& out);
+Status gelu(ThreadPool& pool, const TensorView& x);
+
+// Shared checks.
+bool same_shape(const TensorView& a, const TensorView& b);
+// f32 with contiguous elements in each row (rows may be strided).
+bool is_f32_rows(const TensorView& v);
+
+}  // namespace pagoda::backend::cpu

@@ -1,0 +1,71 @@
+// Rotary position embedding, as the reference CPU build computes it (no YaRN
+// extrapolation): for pair i of a head, theta_i = p * base^(-2i/n_dims) built by
+// repeated float multiplication, divided by freq_factors[i] when given, times
+// freq_scale; the pair (x0, x1) becomes (x0 cos - x1 sin, x0 sin + x1 cos).
+
+#include <cmath>
+
+#include "backend/cpu/ops.h"
+#include "backend/cpu/rows.h"
+
+namespace pagoda::backend::cpu {
+namespace {
+
+constexpr int32_t kMaxRopeDims = 1024;
+
+// cos_sin[2i], cos_sin[2i + 1] = cos and sin of pair i's angle at position p.
+void rope_angles(int32_t p, const RopeParams& params, float theta_scale, float* cos_sin) {
+  float theta = static_cast<float>(p);
+  for (int32_t i = 0; i < params.n_dims / 2; ++i) {
+    const float factor = params.freq_factors ? params.freq_factors[i] : 1.0f;
+    const float angle = params.freq_scale * (theta / factor);
+    cos_sin[2 * i] = std::cos(angle);
+    cos_sin[2 * i + 1] = std::sin(angle);
+    theta *= theta_scale;
+  }
+}
+
+// One product of each output is fused into an FMA, as the reference build's compiled
+// loops do: (x0 cos - x1 sin, x1 cos + x0 sin) with the cos products fused for the normal
+// layout (its vectorized loop), (x0 cos - x1 sin, x0 sin + x1 cos) with the x0 products
+// fused for NeoX (its scalar loop).
+void rotate_head(float* v, const float* cos_sin, int32_t n_dims, bool neox) {
+  const int32_t half = n_dims / 2;
+  for (int32_t i = 0; i < half; ++i) {
+    float* a = neox ? v + i : v + 2 * i;  // normal: pairs (2i, 2i + 1); NeoX: (i, i + n_dims / 2)
+    float* b = neox ? v + i + half : v + 2 * i + 1;
+    const float c = cos_sin[2 * i], s = cos_sin[2 * i + 1];
+    const float x0 = *a, x1 = *b;
+    *a = std::fma(x0, c, -(x1 * s));
+    *b = neox ? std::fma(x0, s, x1 * c) : std::fma(x1, c, x0 * s);
+  }
+}
+
+}  // namespace
+
+Status rope(ThreadPool& pool, const TensorView& x, std::span<const int32_t> positions,
+            const RopeParams& params) {
+  if (!is_f32_rows(x)) return invalid_argument("rope: needs an f32 head view");
+  if (params.n_dims <= 0 || params.n_dims % 2 != 0 || params.n_dims > x.ne[0] ||
+      params.n_dims > kMaxRopeDims) {
+    return invalid_argument("rope: n_dims must be even, positive, at most the head size and 1024");
+  }
+  const int64_t n_tokens = x.ne[2] * x.ne[3];
+  if (static_cast<int64_t>(positions.size()) != n_tokens) {
+    return invalid_argument("rope: needs one position per token");
+  }
+  const float theta_scale = std::pow(params.freq_base, -2.0f / static_cast<float>(params.n_dims));
+  const int64_t n_heads = x.ne[1];
+  parallel_rows(pool, n_tokens, n_heads * x.ne[0], [&](int64_t begin, int64_t end) {
+    float cos_sin[kMaxRopeDims];
+    for (int64_t t = begin; t < end; ++t) {
+      rope_angles(positions[static_cast<size_t>(t)], params, theta_scale, cos_sin);
+      for (int64_t h = 0; h < n_heads; ++h) {
+        rotate_head(x.row<float>(h, t % x.ne[2], t / x.ne[2]), cos_sin, params.n_dims, params.neox);
+      }
+    }
+  });
+  return {};
+}
+
+}  // namespace pagoda::backend::cpu

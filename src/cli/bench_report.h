@@ -1,0 +1,50 @@
+#pragma once
+// What `pagoda bench` prints: llama-bench's markdown table, one row per test as soon as
+// it is done, or (with --json) a JSON array of one object per test with llama-bench's
+// field names.
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "gguf/reader.h"
+#include "model/config.h"
+
+namespace pagoda::cli {
+
+struct BenchTest {
+  int n_prompt = 0;  // ppN: a batch of N prompt tokens
+  int n_gen = 0;     // tgN: N tokens one at a time
+
+  std::string name() const;  // "pp512", "tg128"
+  int n_tokens() const { return n_prompt + n_gen; }
+};
+
+struct ModelSummary {
+  std::string filename;
+  std::string type;         // "llama 1.2B Q4_K - Medium"
+  uint64_t size_bytes = 0;  // all tensor data
+  uint64_t n_params = 0;    // all tensor elements
+};
+
+ModelSummary summarize_model(const gguf::Reader& file, const model::ModelConfig& config,
+                             const std::string& path);
+
+class BenchReport {
+ public:
+  BenchReport(ModelSummary model, std::string backend_description, int n_threads, bool json);
+  // Records (and, for the table, prints) one test's timed runs.
+  void add(const BenchTest& test, const std::vector<double>& seconds);
+  // Prints the JSON array; nothing for the table.
+  void finish();
+
+ private:
+  ModelSummary model_;
+  std::string backend_description_;
+  int n_threads_;
+  bool json_;
+  nlohmann::ordered_json results_ = nlohmann::ordered_json::array();  // llama-bench's field order
+};
+
+}  // namespace pagoda::cli

@@ -1,0 +1,42 @@
+#include "cli/loaded_model.h"
+
+#include <chrono>
+#include <cstdio>
+#include <utility>
+
+#include "backend/cpu/cpu_backend.h"
+#include "cli/commands.h"
+
+namespace pagoda::cli {
+
+Expected<LoadedModel> load_model_file(const std::string& path, int n_threads,
+                                      const model::LoadOptions& options, bool with_tokenizer) {
+  const auto start = std::chrono::steady_clock::now();
+  LoadedModel loaded;
+  PAGODA_ASSIGN_OR_RETURN(gguf::Reader reader, gguf::Reader::open(path));
+  loaded.file = std::make_unique<gguf::Reader>(std::move(reader));
+  backend::CpuBackendOptions backend_options;
+  backend_options.n_threads = n_threads;
+  loaded.backend = backend::make_cpu_backend(backend_options);
+  PAGODA_ASSIGN_OR_RETURN(loaded.model, model::load_model(*loaded.file, *loaded.backend, options));
+  if (with_tokenizer) {
+    PAGODA_ASSIGN_OR_RETURN(tokenizer::Tokenizer tokenizer,
+                            tokenizer::Tokenizer::from_gguf(*loaded.file));
+    if (tokenizer.n_vocab() != loaded.model->config().n_vocab) {
+      return corrupt_file(path + ": the tokenizer has " + std::to_string(tokenizer.n_vocab()) +
+                          " tokens but the model " +
+                          std::to_string(loaded.model->config().n_vocab));
+    }
+    loaded.tokenizer = std::make_unique<tokenizer::Tokenizer>(std::move(tokenizer));
+  }
+  loaded.load_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return loaded;
+}
+
+void report_error(const std::string& message) {
+  std::fprintf(stderr, "pagoda: %s\n", message.c_str());
+  set_exit_code(1);
+}
+
+}  // namespace pagoda::cli

@@ -1,0 +1,32 @@
+#pragma once
+// What `pagoda run`, `chat` and `bench` share: a GGUF file opened, the CPU backend,
+// the model built on it and (when asked) its tokenizer, plus how long that took.
+
+#include <memory>
+#include <string>
+
+#include "backend/backend.h"
+#include "core/status.h"
+#include "gguf/reader.h"
+#include "model/model.h"
+#include "tokenizer/tokenizer.h"
+
+namespace pagoda::cli {
+
+struct LoadedModel {
+  // Held by pointer: the model refers to the file and the backend, which must not move.
+  std::unique_ptr<gguf::Reader> file;
+  std::unique_ptr<backend::Backend> backend;
+  std::unique_ptr<model::Model> model;
+  std::unique_ptr<tokenizer::Tokenizer> tokenizer;  // null unless asked for
+  double load_seconds = 0.0;
+};
+
+// n_threads <= 0: one per physical core.
+Expected<LoadedModel> load_model_file(const std::string& path, int n_threads,
+                                      const model::LoadOptions& options, bool with_tokenizer);
+
+// Prints "pagoda: <message>" (one line) to stderr and sets the exit code to 1.
+void report_error(const std::string& message);
+
+}  // namespace pagoda::cli

@@ -1,0 +1,31 @@
+#pragma once
+// Log-probabilities of the raw logits: log_softmax(logits)[t] = logits[t] - max -
+// log(sum_j exp(logits[j] - max)), the normalizer computed once per step.
+
+#include <cstdint>
+#include <span>
+
+namespace pagoda::engine {
+
+struct TokenLogprob {
+  int32_t token = 0;
+  float logprob = 0.0f;  // natural log
+};
+
+class LogSoftmax {
+ public:
+  // logits: [n_vocab] raw model output.
+  explicit LogSoftmax(std::span<const float> logits);
+  float operator()(int32_t token) const;
+
+  // Writes the out.size() most likely tokens to `out`, most likely first (ties: lower
+  // id first). out.size() <= logits.size().
+  void top(std::span<TokenLogprob> out) const;
+
+ private:
+  std::span<const float> logits_;
+  float max_ = 0.0f;
+  double log_denominator_ = 0.0;  // log(sum_j exp(logits[j] - max))
+};
+
+}  // namespace pagoda::engine

@@ -1,0 +1,84 @@
+#include "engine/sampler.h"
+
+#include <cmath>
+#include <string>
+
+namespace pagoda::engine {
+namespace {
+
+// Both halves of a 64-bit seed reach the generator's state.
+std::mt19937 seeded_generator(const std::optional<uint64_t>& seed) {
+  const uint64_t value =
+      seed ? *seed : (uint64_t{std::random_device{}()} << 32) | std::random_device{}();
+  std::seed_seq sequence{static_cast<uint32_t>(value), static_cast<uint32_t>(value >> 32)};
+  return std::mt19937(sequence);
+}
+
+}  // namespace
+
+Expected<Sampler> Sampler::create(const SamplingParams& params, int32_t n_vocab) {
+  if (n_vocab <= 0) return invalid_argument("sampler: vocabulary size must be positive");
+  PAGODA_TRY(params.validate(n_vocab));
+  return Sampler(params, n_vocab);
+}
+
+Sampler::Sampler(const SamplingParams& params, int32_t n_vocab)
+    : params_(params),
+      n_vocab_(n_vocab),
+      penalties_(params, n_vocab),
+      rng_(seeded_generator(params.seed)),
+      candidates_(static_cast<size_t>(n_vocab)),
+      top_(static_cast<size_t>(params.top_logprobs)) {}
+
+void Sampler::accept_prompt(std::span<const int32_t> tokens) {
+  for (int32_t token : tokens) penalties_.accept(token, /*generated=*/false);
+}
+
+void Sampler::accept(int32_t token) {
+  penalties_.accept(token, /*generated=*/true);
+}
+
+CandidateList Sampler::prepare_candidates(std::span<const float> logits) {
+  for (size_t id = 0; id < candidates_.size(); ++id) {
+    candidates_[id] = Candidate{static_cast<int32_t>(id), logits[id]};
+  }
+  for (const auto& [token, bias] : params_.logit_bias) {
+    candidates_[static_cast<size_t>(token)].logit += bias;
+  }
+  penalties_.apply(candidates_);
+  return CandidateList{std::span<Candidate>(candidates_), false};
+}
+
+Expected<SampledToken> Sampler::sample(std::span<const float> logits) {
+  if (logits.size() != candidates_.size()) {
+    return invalid_argument("sampler: got " + std::to_string(logits.size()) +
+                            " logits for a vocabulary of " + std::to_string(n_vocab_));
+  }
+  CandidateList list = prepare_candidates(logits);
+  SampledToken result;
+  const size_t best = best_index(list);
+  if (!(list.items[best].logit > -INFINITY)) {
+    return invalid_argument("sampler: no token has a finite logit (all banned or NaN)");
+  }
+  if (params_.greedy()) {
+    result.token = list.items[best].token;
+  } else {
+    apply_top_k(list, params_.top_k);
+    apply_top_p(list, params_.top_p);
+    apply_min_p(list, params_.min_p);
+    result.token = list.items[sample_index(list, params_.temperature, next_uniform())].token;
+  }
+  if (params_.logprobs || !top_.empty()) {
+    const LogSoftmax log_softmax(logits);
+    result.logprob = log_softmax(result.token);
+    log_softmax.top(top_);
+    result.top = top_;
+  }
+  return result;
+}
+
+double Sampler::next_uniform() {
+  return static_cast<double>(rng_()) * 0x1p-32;
+}
+
+}  // namespace pagoda::engine

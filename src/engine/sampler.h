@@ -1,0 +1,56 @@
+#pragma once
+// Picks a sequence's next token from the model's logits. Stage order follows the usual
+// chain: logit bias, penalties, top-k, top-p, min-p, then temperature and a draw from
+// the sequence's own seeded generator (or the best token when greedy). Owns all the
+// per-sequence state (token history for the penalties, random generator) and a scratch
+// buffer sized once for the vocabulary: sampling a token allocates nothing.
+
+#include <cstdint>
+#include <random>
+#include <span>
+#include <vector>
+
+#include "core/status.h"
+#include "engine/logprobs.h"
+#include "engine/penalties.h"
+#include "engine/sampler_stages.h"
+#include "engine/sampling_params.h"
+
+namespace pagoda::engine {
+
+struct SampledToken {
+  int32_t token = -1;
+  float logprob = 0.0f;               // log-softmax of the raw logits; 0 unless asked
+  std::span<const TokenLogprob> top;  // the top_logprobs best; valid until the next sample()
+};
+
+class Sampler {
+ public:
+  // Fails on params out of range (see SamplingParams::validate).
+  static Expected<Sampler> create(const SamplingParams& params, int32_t n_vocab);
+
+  // Records tokens of the sequence for the penalties: the prompt's, then each token
+  // chosen (the caller accepts what it keeps, so a rejected draft is never counted).
+  void accept_prompt(std::span<const int32_t> tokens);
+  void accept(int32_t token);
+
+  // logits: [n_vocab], the raw next-token logits. Fails on a wrong size, or when the
+  // bias leaves no token with a finite logit.
+  Expected<SampledToken> sample(std::span<const float> logits);
+
+  const SamplingParams& params() const { return params_; }
+
+ private:
+  Sampler(const SamplingParams& params, int32_t n_vocab);
+  CandidateList prepare_candidates(std::span<const float> logits);
+  double next_uniform();  // in [0, 1), from 32 random bits: the same on every platform
+
+  SamplingParams params_;
+  int32_t n_vocab_ = 0;
+  Penalties penalties_;
+  std::mt19937 rng_;
+  std::vector<Candidate> candidates_;  // [n_vocab] scratch
+  std::vector<TokenLogprob> top_;      // [top_logprobs] scratch
+};
+
+}  // namespace pagoda::engine

@@ -1,0 +1,96 @@
+#include "engine/sampler_stages.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace pagoda::engine {
+namespace {
+
+float max_logit(const CandidateList& list) {
+  if (list.sorted) return list.items.front().logit;
+  float best = -INFINITY;
+  for (const Candidate& c : list.items) best = std::max(best, c.logit);
+  return best;
+}
+
+// Sum of exp((logit - max) / temperature) over the list, in double so that a long
+// vocabulary of tiny terms does not lose the head's precision.
+double softmax_denominator(const CandidateList& list, float max, float temperature) {
+  double sum = 0.0;
+  for (const Candidate& c : list.items) sum += std::exp((c.logit - max) / temperature);
+  return sum;
+}
+
+}  // namespace
+
+void apply_top_k(CandidateList& list, int32_t k) {
+  if (k <= 0 || static_cast<size_t>(k) >= list.items.size()) return;
+  auto first = list.items.begin();
+  std::partial_sort(first, first + k, list.items.end(), ranks_before);
+  list.items = list.items.first(static_cast<size_t>(k));
+  list.sorted = true;
+}
+
+void apply_top_p(CandidateList& list, float p) {
+  if (p >= 1.0f || list.items.size() <= 1) return;
+  const float max = max_logit(list);
+  const double total = softmax_denominator(list, max, 1.0f);
+  const double target = static_cast<double>(p) * total;
+  auto first = list.items.begin();
+  const size_t n = list.items.size();
+  // Sort a head, grow it fourfold while its mass falls short: the mass usually sits in
+  // a few dozen tokens, so a full sort of the vocabulary is rarely needed.
+  size_t sorted_end = list.sorted ? n : 0;
+  size_t head = std::min<size_t>(n, 64);
+  double mass = 0.0;
+  for (size_t i = 0; i < n; ++i) {
+    if (i == sorted_end) {
+      std::partial_sort(first + i, first + head, list.items.end(), ranks_before);
+      sorted_end = head;
+      head = std::min(n, head * 4);
+    }
+    mass += std::exp(list.items[i].logit - max);
+    if (mass >= target) {
+      list.items = list.items.first(i + 1);
+      list.sorted = true;
+      return;
+    }
+  }
+  list.sorted = true;  // rounding left the mass a hair short: everything stays, now sorted
+}
+
+void apply_min_p(CandidateList& list, float min_p) {
+  if (min_p <= 0.0f || list.items.empty()) return;
+  const float threshold = max_logit(list) + std::log(min_p);
+  size_t kept = 0;
+  for (const Candidate& c : list.items) {
+    if (c.logit >= threshold) list.items[kept++] = c;
+  }
+  list.items = list.items.first(kept);  // the best candidate always passes
+}
+
+size_t best_index(const CandidateList& list) {
+  if (list.sorted) return 0;
+  size_t best = 0;
+  for (size_t i = 1; i < list.items.size(); ++i) {
+    if (ranks_before(list.items[i], list.items[best])) best = i;
+  }
+  return best;
+}
+
+size_t sample_index(const CandidateList& list, float temperature, double uniform) {
+  const float max = max_logit(list);
+  const double target = uniform * softmax_denominator(list, max, temperature);
+  double cumulative = 0.0;
+  for (size_t i = 0; i < list.items.size(); ++i) {
+    cumulative += std::exp((list.items[i].logit - max) / temperature);
+    if (target < cumulative) return i;
+  }
+  // Only rounding gets here (uniform close to 1): the last token with any mass.
+  for (size_t i = list.items.size(); i-- > 0;) {
+    if (list.items[i].logit > -INFINITY) return i;
+  }
+  return 0;
+}
+
+}  // namespace pagoda::engine

@@ -1,0 +1,101 @@
+#include "model/transformer.h"
+
+#include <cmath>
+#include <limits>
+
+namespace pagoda::model {
+
+Expected<Activation> Activation::allocate(backend::Backend& backend, int64_t n_cols,
+                                          int64_t max_rows) {
+  Activation a;
+  a.n_cols_ = n_cols;
+  const size_t bytes = static_cast<size_t>(n_cols) * static_cast<size_t>(max_rows) * sizeof(float);
+  PAGODA_ASSIGN_OR_RETURN(a.buffer_, backend.allocate(bytes));
+  return a;
+}
+
+backend::TensorView Activation::rows(int64_t n) const {
+  return backend::make_view(buffer_->data(), DType::F32, n_cols_, n);
+}
+
+Expected<GatedDecoderScratch> GatedDecoderScratch::allocate(backend::Backend& backend,
+                                                            const ModelConfig& c,
+                                                            const LoadOptions& options) {
+  const int64_t t = options.max_batch_tokens;
+  GatedDecoderScratch s;
+  PAGODA_ASSIGN_OR_RETURN(s.x, Activation::allocate(backend, c.n_embd, t));
+  PAGODA_ASSIGN_OR_RETURN(s.xb, Activation::allocate(backend, c.n_embd, t));
+  PAGODA_ASSIGN_OR_RETURN(s.q, Activation::allocate(backend, c.q_dim(), t));
+  PAGODA_ASSIGN_OR_RETURN(s.k, Activation::allocate(backend, c.kv_dim(), t));
+  PAGODA_ASSIGN_OR_RETURN(s.v, Activation::allocate(backend, c.kv_dim(), t));
+  PAGODA_ASSIGN_OR_RETURN(s.att, Activation::allocate(backend, c.q_dim(), t));
+  PAGODA_ASSIGN_OR_RETURN(s.out, Activation::allocate(backend, c.n_embd, t));
+  PAGODA_ASSIGN_OR_RETURN(s.gate, Activation::allocate(backend, c.n_ff, t));
+  PAGODA_ASSIGN_OR_RETURN(s.up, Activation::allocate(backend, c.n_ff, t));
+  return s;
+}
+
+TransformerModel::TransformerModel(const ModelConfig& config, backend::Backend& backend,
+                                   const LoadOptions& options)
+    : config_(config), backend_(backend), options_(options) {
+  limits_.max_tokens = options.max_batch_tokens;
+  limits_.max_logit_rows = options.max_logit_rows;
+  limits_.max_position = std::numeric_limits<int32_t>::max();
+  rope_params_.n_dims = config.n_rot;
+  rope_params_.freq_base = config.rope_freq_base;
+  rope_params_.freq_scale = config.rope_freq_scale;
+  rope_params_.neox = config.rope_neox;
+}
+
+Status TransformerModel::allocate_output_scratch() {
+  PAGODA_ASSIGN_OR_RETURN(logit_input_,
+                          Activation::allocate(backend_, config_.n_embd, options_.max_logit_rows));
+  PAGODA_ASSIGN_OR_RETURN(logits_,
+                          Activation::allocate(backend_, config_.n_vocab, options_.max_logit_rows));
+  return {};
+}
+
+Status TransformerModel::forward(const ForwardBatch& batch, backend::KvStorage& kv,
+                                 std::span<float> logits) {
+  PAGODA_TRY(check_batch(batch, config_, limits_, kv, logits));
+  run(batch, kv);
+  if (!batch.logit_rows.empty()) {
+    backend_.copy_to_host(logits_.rows(static_cast<int64_t>(batch.logit_rows.size())),
+                          logits.data());
+  }
+  backend_.synchronize();
+  // The ops report their failures (an op given views it cannot handle) here, once.
+  return backend_.take_error();
+}
+
+void TransformerModel::rope(const backend::TensorView& m, std::span<const int32_t> positions,
+                            const float* freq_factors) {
+  backend::RopeParams params = rope_params_;
+  params.freq_factors = freq_factors;
+  backend_.rope(backend::split_rows_into_heads(m, config_.head_dim), positions, params);
+}
+
+void TransformerModel::attention(int32_t layer, const backend::TensorView& q,
+                                 const backend::TensorView& k, const backend::TensorView& v,
+                                 backend::KvStorage& kv, const ForwardBatch& batch,
+                                 const backend::TensorView& out) {
+  const float scale = 1.0f / std::sqrt(static_cast<float>(config_.head_dim));
+  backend_.attention(backend::split_rows_into_heads(q, config_.head_dim),
+                     backend::split_rows_into_heads(k, config_.head_dim),
+                     backend::split_rows_into_heads(v, config_.head_dim), kv, layer,
+                     batch.attention, scale, out);
+}
+
+backend::TensorView TransformerModel::gather_logit_rows(const backend::TensorView& hidden,
+                                                        std::span<const int32_t> rows) {
+  const backend::TensorView selected = logit_input_.rows(static_cast<int64_t>(rows.size()));
+  backend_.get_rows(hidden, rows, selected);
+  return selected;
+}
+
+void TransformerModel::project_logits(const backend::TensorView& w,
+                                      const backend::TensorView& normed) {
+  backend_.matmul(w, normed, logits_.rows(normed.ne[1]));
+}
+
+}  // namespace pagoda::model

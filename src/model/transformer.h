@@ -1,0 +1,102 @@
+#pragma once
+// The plumbing every decoder-only transformer here shares, so that each architecture's
+// file holds only its weights and a forward pass that reads like the math:
+//   - Activation: an f32 scratch matrix in backend memory, allocated once at load for
+//     the most rows a pass may have;
+//   - TransformerModel: checks each batch, then runs the architecture's pass; helpers
+//     for RoPE on head views, the attention call, and the logits of the selected rows.
+
+#include <cstdint>
+#include <memory>
+#include <span>
+
+#include "backend/backend.h"
+#include "core/status.h"
+#include "model/batch_check.h"
+#include "model/config.h"
+#include "model/model.h"
+
+namespace pagoda::model {
+
+// An f32 matrix [max_rows][n_cols] in backend memory. A pass uses its first n rows.
+class Activation {
+ public:
+  Activation() = default;
+  static Expected<Activation> allocate(backend::Backend& backend, int64_t n_cols,
+                                       int64_t max_rows);
+  backend::TensorView rows(int64_t n) const;  // the first n rows, [n][n_cols]
+
+ private:
+  std::unique_ptr<backend::Buffer> buffer_;
+  int64_t n_cols_ = 0;
+};
+
+// The scratch of a pre-norm decoder with separate Q/K/V projections and a gated MLP
+// (llama, qwen2, qwen3). Every matrix has max_batch_tokens rows (T).
+struct GatedDecoderScratch {
+  Activation x;     // [T][n_embd] the residual stream
+  Activation xb;    // [T][n_embd] a sublayer's normed input
+  Activation q;     // [T][n_head * head_dim]
+  Activation k;     // [T][n_head_kv * head_dim]
+  Activation v;     // [T][n_head_kv * head_dim]
+  Activation att;   // [T][n_head * head_dim] attention output, heads side by side
+  Activation out;   // [T][n_embd] a sublayer's output, before the residual add
+  Activation gate;  // [T][n_ff]
+  Activation up;    // [T][n_ff]
+
+  static Expected<GatedDecoderScratch> allocate(backend::Backend& backend,
+                                                const ModelConfig& config,
+                                                const LoadOptions& options);
+};
+
+class TransformerModel : public Model {
+ public:
+  const ModelConfig& config() const final { return config_; }
+  // Checks the batch (nothing runs on a bad one), runs the pass, copies the logits out.
+  Status forward(const ForwardBatch& batch, backend::KvStorage& kv,
+                 std::span<float> logits) final;
+  // Allocates the scratch of the output head; the architecture's factory calls it once.
+  Status allocate_output_scratch();
+
+ protected:
+  TransformerModel(const ModelConfig& config, backend::Backend& backend,
+                   const LoadOptions& options);
+  // For learned position tables: positions must be below `n`.
+  void limit_positions(int32_t n) { limits_.max_position = n; }
+
+  // The architecture's pass over a checked batch. It ends with project_logits() when
+  // batch.logit_rows is not empty.
+  virtual void run(const ForwardBatch& batch, backend::KvStorage& kv) = 0;
+
+  // `m` ([n][n_heads * head_dim]) seen as heads: [n][n_heads][head_dim].
+  backend::TensorView heads(const backend::TensorView& m) const {
+    return backend::split_rows_into_heads(m, config_.head_dim);
+  }
+  // Rotates the heads of `m` ([n][n_heads * head_dim], rows may be strided) in place.
+  void rope(const backend::TensorView& m, std::span<const int32_t> positions,
+            const float* freq_factors = nullptr);
+  // Stores k and v in the layer's KV cache, then causal grouped-query attention of q
+  // over each sequence's context. q: [n][n_head * head_dim], k, v: [n][n_head_kv *
+  // head_dim] (column views allowed); out: [n][n_head * head_dim].
+  void attention(int32_t layer, const backend::TensorView& q, const backend::TensorView& k,
+                 const backend::TensorView& v, backend::KvStorage& kv,
+                 const ForwardBatch& batch, const backend::TensorView& out);
+  // The rows of `hidden` ([n][n_embd]) that need logits, copied to [n_logit_rows][n_embd]
+  // scratch for the final norm.
+  backend::TensorView gather_logit_rows(const backend::TensorView& hidden,
+                                        std::span<const int32_t> rows);
+  // logits = normed W^T, for the gathered rows. w: [n_vocab][n_embd].
+  void project_logits(const backend::TensorView& w, const backend::TensorView& normed);
+
+  ModelConfig config_;
+  backend::Backend& backend_;
+  LoadOptions options_;
+
+ private:
+  BatchLimits limits_;
+  backend::RopeParams rope_params_;
+  Activation logit_input_;  // [max_logit_rows][n_embd]
+  Activation logits_;       // [max_logit_rows][n_vocab]
+};
+
+}  // namespace pagoda::model
