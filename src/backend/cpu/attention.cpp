@@ -100,6 +100,17 @@ void write_kv(ThreadPool& pool, const AttentionContext& c, const TensorView& k, 
 
 bool is_float_cache(DType type) { return type == DType::F16 || type == DType::F32; }
 
+// The reference CPU build tiles a sequence's queries only when there are a full tile of them
+// and the head size is a multiple of its f32 vector width (16 floats: AVX-512); otherwise
+// every query takes the per-query schedule, with its f16 query and f16 V sum. Mirrored so
+// that small heads (8 floats) round as the reference does.
+constexpr int32_t kReferenceVectorFloats = 16;
+
+bool use_tiles(const AttentionContext& c, const SequenceAttention& s) {
+  return is_float_cache(c.cache_type) && s.n_query >= Attention::kTileQueries &&
+         c.head_dim % kReferenceVectorFloats == 0;
+}
+
 }  // namespace
 
 Status Attention::run(ThreadPool& pool, const TensorView& q, const TensorView& k, const TensorView& v,
@@ -124,7 +135,7 @@ Status Attention::run(ThreadPool& pool, const TensorView& q, const TensorView& k
 Status Attention::reserve_scratch(ThreadPool& pool, const AttentionContext& c, const AttentionBatch& batch) {
   size_t bytes = vector_scratch_bytes(c.head_dim);
   for (const SequenceAttention& s : batch.sequences) {
-    if (is_float_cache(c.cache_type) && s.n_query >= kTileQueries) bytes = std::max(bytes, tiled_scratch_bytes(c.head_dim));
+    if (use_tiles(c, s)) bytes = std::max(bytes, tiled_scratch_bytes(c.head_dim));
   }
   thread_scratch_.resize(static_cast<size_t>(pool.size()));
   for (Scratch& s : thread_scratch_) {
@@ -139,7 +150,7 @@ void Attention::run_queries(ThreadPool& pool, const AttentionContext& c, std::sp
   work_.clear();
   for (size_t si = 0; si < seqs.size(); ++si) {
     const SequenceAttention& s = seqs[si];
-    const bool tiled = is_float_cache(c.cache_type) && s.n_query >= kTileQueries;
+    const bool tiled = use_tiles(c, s);
     const int32_t step = tiled ? kTileQueries : std::clamp<int32_t>(s.n_query / (2 * pool.size()), 1, 16);
     for (int32_t h = 0; h < c.n_heads; ++h) {
       for (int32_t q0 = 0; q0 < s.n_query; q0 += step) {

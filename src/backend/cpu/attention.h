@@ -33,7 +33,8 @@ class Attention {
              KvStorage& kv, int32_t layer, const AttentionBatch& batch, float scale,
              const TensorView& out);
 
-  // New tokens in a sequence from which its queries go through the tiled schedule.
+  // New tokens in a sequence from which its queries go through the tiled schedule, for
+  // heads of a multiple of 16 values (see use_tiles in attention.cpp).
   static constexpr int32_t kTileQueries = 64;
   // Context length from which a lone decoding query is split over the threads.
   static constexpr int32_t kSplitContext = 512;
