@@ -24,17 +24,12 @@ struct Qwen3Layer {
   TensorView wo;         // [n_embd][n_head * head_dim]
   TensorView q_norm;     // [head_dim] f32, RMSNorm of each query head
   TensorView k_norm;     // [head_dim] f32, RMSNorm of each key head
-  TensorView ffn_norm;   // [n_embd] f32
-  TensorView w_gate;     // [n_ff][n_embd]
-  TensorView w_up;       // [n_ff][n_embd]
-  TensorView w_down;     // [n_embd][n_ff]
+  SwiGluFfn ffn;         // the gated MLP
 };
 
 struct Qwen3Weights {
-  TensorView token_embd;              // [n_vocab][n_embd]
+  RmsEmbeddingAndHead io;             // token embedding, output norm and head
   std::vector<Qwen3Layer> layers;     // [n_layer]
-  TensorView output_norm;             // [n_embd] f32
-  TensorView output;                  // [n_vocab][n_embd], token_embd when tied
 };
 
 Expected<Qwen3Layer> load_layer(const ModelConfig& c, WeightLoader& w, int32_t i) {
@@ -47,23 +42,17 @@ Expected<Qwen3Layer> load_layer(const ModelConfig& c, WeightLoader& w, int32_t i
   PAGODA_ASSIGN_OR_RETURN(l.wo, w.matrix(name("attn_output.weight"), c.q_dim(), c.n_embd));
   PAGODA_ASSIGN_OR_RETURN(l.q_norm, w.vector(name("attn_q_norm.weight"), c.head_dim));
   PAGODA_ASSIGN_OR_RETURN(l.k_norm, w.vector(name("attn_k_norm.weight"), c.head_dim));
-  PAGODA_ASSIGN_OR_RETURN(l.ffn_norm, w.vector(name("ffn_norm.weight"), c.n_embd));
-  PAGODA_ASSIGN_OR_RETURN(l.w_gate, w.matrix(name("ffn_gate.weight"), c.n_embd, c.n_ff));
-  PAGODA_ASSIGN_OR_RETURN(l.w_up, w.matrix(name("ffn_up.weight"), c.n_embd, c.n_ff));
-  PAGODA_ASSIGN_OR_RETURN(l.w_down, w.matrix(name("ffn_down.weight"), c.n_ff, c.n_embd));
+  PAGODA_ASSIGN_OR_RETURN(l.ffn, SwiGluFfn::load(c, w, i));
   return l;
 }
 
 Expected<Qwen3Weights> load_weights(const ModelConfig& c, WeightLoader& w) {
   Qwen3Weights weights;
-  PAGODA_ASSIGN_OR_RETURN(weights.token_embd, w.table("token_embd.weight", c.n_embd, c.n_vocab));
+  PAGODA_ASSIGN_OR_RETURN(weights.io, RmsEmbeddingAndHead::load(c, w));
   for (int32_t i = 0; i < c.n_layer; ++i) {
     PAGODA_ASSIGN_OR_RETURN(Qwen3Layer layer, load_layer(c, w, i));
     weights.layers.push_back(layer);
   }
-  PAGODA_ASSIGN_OR_RETURN(weights.output_norm, w.vector("output_norm.weight", c.n_embd));
-  const char* output = w.has("output.weight") ? "output.weight" : "token_embd.weight";
-  PAGODA_ASSIGN_OR_RETURN(weights.output, w.matrix(output, c.n_embd, c.n_vocab));
   return weights;
 }
 
@@ -80,10 +69,9 @@ class Qwen3 final : public TransformerModel {
     const int64_t n = static_cast<int64_t>(batch.token_ids.size());
     const float eps = config_.rms_eps;
     const TensorView x = s_.x.rows(n), xb = s_.xb.rows(n), q = s_.q.rows(n), k = s_.k.rows(n),
-                     v = s_.v.rows(n), att = s_.att.rows(n), out = s_.out.rows(n),
-                     gate = s_.gate.rows(n), up = s_.up.rows(n);
+                     v = s_.v.rows(n), att = s_.att.rows(n), out = s_.out.rows(n);
 
-    backend_.get_rows(w_.token_embd, batch.token_ids, x);
+    backend_.get_rows(w_.io.token_embd, batch.token_ids, x);
     for (int32_t il = 0; il < config_.n_layer; ++il) {
       const Qwen3Layer& layer = w_.layers[il];
 
@@ -102,18 +90,10 @@ class Qwen3 final : public TransformerModel {
       backend_.add(x, out, x);
 
       // x += W_down (silu(W_gate xb) * W_up xb), with xb = rmsnorm(x)
-      backend_.rms_norm(x, layer.ffn_norm, eps, xb);
-      backend_.matmul(layer.w_gate, xb, gate);
-      backend_.matmul(layer.w_up, xb, up);
-      backend_.silu_mul(gate, up, gate);
-      backend_.matmul(layer.w_down, gate, out);
-      backend_.add(x, out, x);
+      swiglu_ffn(layer.ffn, s_, n);
     }
 
-    if (batch.logit_rows.empty()) return;
-    const TensorView last = gather_logit_rows(x, batch.logit_rows);
-    backend_.rms_norm(last, w_.output_norm, eps, last);
-    project_logits(w_.output, last);
+    rms_logits(w_.io, x, batch);
   }
 
   Qwen3Weights w_;

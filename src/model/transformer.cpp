@@ -35,6 +35,24 @@ Expected<GatedDecoderScratch> GatedDecoderScratch::allocate(backend::Backend& ba
   return s;
 }
 
+Expected<SwiGluFfn> SwiGluFfn::load(const ModelConfig& c, WeightLoader& w, int32_t layer) {
+  SwiGluFfn f;
+  PAGODA_ASSIGN_OR_RETURN(f.norm, w.vector(layer_tensor(layer, "ffn_norm.weight"), c.n_embd));
+  PAGODA_ASSIGN_OR_RETURN(f.w_gate, w.matrix(layer_tensor(layer, "ffn_gate.weight"), c.n_embd, c.n_ff));
+  PAGODA_ASSIGN_OR_RETURN(f.w_up, w.matrix(layer_tensor(layer, "ffn_up.weight"), c.n_embd, c.n_ff));
+  PAGODA_ASSIGN_OR_RETURN(f.w_down, w.matrix(layer_tensor(layer, "ffn_down.weight"), c.n_ff, c.n_embd));
+  return f;
+}
+
+Expected<RmsEmbeddingAndHead> RmsEmbeddingAndHead::load(const ModelConfig& c, WeightLoader& w) {
+  RmsEmbeddingAndHead h;
+  PAGODA_ASSIGN_OR_RETURN(h.token_embd, w.table("token_embd.weight", c.n_embd, c.n_vocab));
+  PAGODA_ASSIGN_OR_RETURN(h.output_norm, w.vector("output_norm.weight", c.n_embd));
+  const char* output = w.has("output.weight") ? "output.weight" : "token_embd.weight";
+  PAGODA_ASSIGN_OR_RETURN(h.output, w.matrix(output, c.n_embd, c.n_vocab));
+  return h;
+}
+
 TransformerModel::TransformerModel(const ModelConfig& config, backend::Backend& backend,
                                    const LoadOptions& options)
     : config_(config), backend_(backend), options_(options) {
@@ -96,6 +114,26 @@ backend::TensorView TransformerModel::gather_logit_rows(const backend::TensorVie
 void TransformerModel::project_logits(const backend::TensorView& w,
                                       const backend::TensorView& normed) {
   backend_.matmul(w, normed, logits_.rows(normed.ne[1]));
+}
+
+void TransformerModel::swiglu_ffn(const SwiGluFfn& ffn, const GatedDecoderScratch& s,
+                                  int64_t n) {
+  const backend::TensorView x = s.x.rows(n), xb = s.xb.rows(n), gate = s.gate.rows(n),
+                            up = s.up.rows(n), out = s.out.rows(n);
+  backend_.rms_norm(x, ffn.norm, config_.rms_eps, xb);
+  backend_.matmul(ffn.w_gate, xb, gate);
+  backend_.matmul(ffn.w_up, xb, up);
+  backend_.silu_mul(gate, up, gate);
+  backend_.matmul(ffn.w_down, gate, out);
+  backend_.add(x, out, x);
+}
+
+void TransformerModel::rms_logits(const RmsEmbeddingAndHead& head, const backend::TensorView& x,
+                                  const ForwardBatch& batch) {
+  if (batch.logit_rows.empty()) return;
+  const backend::TensorView last = gather_logit_rows(x, batch.logit_rows);
+  backend_.rms_norm(last, head.output_norm, config_.rms_eps, last);
+  project_logits(head.output, last);
 }
 
 }  // namespace pagoda::model

@@ -15,6 +15,7 @@
 #include "model/batch_check.h"
 #include "model/config.h"
 #include "model/model.h"
+#include "model/weight_loader.h"
 
 namespace pagoda::model {
 
@@ -47,6 +48,27 @@ struct GatedDecoderScratch {
   static Expected<GatedDecoderScratch> allocate(backend::Backend& backend,
                                                 const ModelConfig& config,
                                                 const LoadOptions& options);
+};
+
+// The gated MLP of the llama family: x += W_down (silu(W_gate xb) * W_up xb), with
+// xb = rmsnorm(x).
+struct SwiGluFfn {
+  backend::TensorView norm;    // [n_embd] f32
+  backend::TensorView w_gate;  // [n_ff][n_embd]
+  backend::TensorView w_up;    // [n_ff][n_embd]
+  backend::TensorView w_down;  // [n_embd][n_ff]
+
+  static Expected<SwiGluFfn> load(const ModelConfig& c, WeightLoader& w, int32_t layer);
+};
+
+// The token embedding table and the RMS-normed output projection (the embedding again
+// when the file has no output.weight).
+struct RmsEmbeddingAndHead {
+  backend::TensorView token_embd;   // [n_vocab][n_embd]
+  backend::TensorView output_norm;  // [n_embd] f32
+  backend::TensorView output;       // [n_vocab][n_embd], token_embd when tied
+
+  static Expected<RmsEmbeddingAndHead> load(const ModelConfig& c, WeightLoader& w);
 };
 
 class TransformerModel : public Model {
@@ -85,6 +107,11 @@ class TransformerModel : public Model {
   // scratch for the final norm.
   backend::TensorView gather_logit_rows(const backend::TensorView& hidden,
                                         std::span<const int32_t> rows);
+  // x += SwiGLU MLP of rmsnorm(x), for the first n rows of the scratch.
+  void swiglu_ffn(const SwiGluFfn& ffn, const GatedDecoderScratch& s, int64_t n);
+  // The logits of batch.logit_rows from the residual stream x: rmsnorm, then the head.
+  void rms_logits(const RmsEmbeddingAndHead& head, const backend::TensorView& x,
+                  const ForwardBatch& batch);
   // logits = normed W^T, for the gathered rows. w: [n_vocab][n_embd].
   void project_logits(const backend::TensorView& w, const backend::TensorView& normed);
 
