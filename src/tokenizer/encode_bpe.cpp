@@ -1,33 +1,10 @@
-#include <algorithm>
-#include <queue>
+#include <optional>
 
 #include "tokenizer/encoders.h"
-#include "tokenizer/unicode.h"
+#include "tokenizer/pair_merger.h"
 
 namespace pagoda::tokenizer {
 namespace {
-
-// A run of word[start, start + size) in a doubly linked list; size 0 once merged away.
-struct Symbol {
-  int prev;
-  int next;
-  size_t start;
-  size_t size;
-};
-
-struct Bigram {
-  int left;     // symbol index
-  int right;    // symbol index
-  int rank;     // merge rank (lower merges first)
-  size_t size;  // bytes of the pair when it was queued (stale if either side changed since)
-};
-
-// Lowest rank first; on a tie the leftmost pair.
-struct LowerPriority {
-  bool operator()(const Bigram& a, const Bigram& b) const {
-    return a.rank > b.rank || (a.rank == b.rank && a.left > b.left);
-  }
-};
 
 class BpeSession {
  public:
@@ -38,29 +15,12 @@ class BpeSession {
       out.push_back(vocab_.find(word));
       return;
     }
-    word_ = word;
-    symbols_.clear();
-    for (size_t offset = 0; offset < word.size();) {
-      const size_t size = std::min(utf8_sequence_length(static_cast<uint8_t>(word[offset])), word.size() - offset);
-      const int index = static_cast<int>(symbols_.size());
-      symbols_.push_back({index - 1, offset + size == word.size() ? -1 : index + 1, offset, size});
-      offset += size;
-    }
-    for (int i = 1; i < static_cast<int>(symbols_.size()); ++i) queue_pair(i - 1, i);
-    while (!queue_.empty()) {
-      const Bigram bigram = queue_.top();
-      queue_.pop();
-      Symbol& left = symbols_[bigram.left];
-      Symbol& right = symbols_[bigram.right];
-      if (left.size == 0 || right.size == 0 || left.size + right.size != bigram.size) continue;
-      left.size += right.size;
-      right.size = 0;
-      left.next = right.next;
-      if (right.next >= 0) symbols_[right.next].prev = bigram.left;
-      queue_pair(left.prev, bigram.left);
-      queue_pair(bigram.left, left.next);
-    }
-    for (const Symbol& symbol : symbols_) {
+    // Key: the negated merge rank, so the lowest rank merges first.
+    const auto negated_rank = [this](std::string_view left, std::string_view right) -> std::optional<int> {
+      const int rank = vocab_.merge_rank(left, right);
+      return rank < 0 ? std::nullopt : std::optional<int>(-rank);
+    };
+    for (const auto& symbol : merger_.merge(word, negated_rank)) {
       if (symbol.size > 0) emit(word.substr(symbol.start, symbol.size), out);
     }
   }
@@ -74,15 +34,6 @@ class BpeSession {
       return vocab_.find(word) != kNoToken;
     }
     return false;
-  }
-
-  void queue_pair(int left, int right) {
-    if (left < 0 || right < 0) return;
-    const Symbol& l = symbols_[left];
-    const Symbol& r = symbols_[right];
-    const int rank = vocab_.merge_rank(word_.substr(l.start, l.size), word_.substr(r.start, r.size));
-    if (rank < 0) return;
-    queue_.push({left, right, rank, l.size + r.size});
   }
 
   // A merged symbol that is no token (a merge list naming pairs the vocabulary lacks)
@@ -100,9 +51,7 @@ class BpeSession {
   }
 
   const Vocab& vocab_;
-  std::string_view word_;
-  std::vector<Symbol> symbols_;
-  std::priority_queue<Bigram, std::vector<Bigram>, LowerPriority> queue_;
+  PairMerger<int> merger_;  // reused across words
 };
 
 }  // namespace
