@@ -13,6 +13,8 @@ std::string_view finish_reason_name(FinishReason reason) {
       return "stop";
     case FinishReason::kLength:
       return "length";
+    case FinishReason::kAbort:
+      return "abort";
   }
   return "";
 }

@@ -21,9 +21,10 @@ enum class FinishReason {
   kNone,    // still running
   kStop,    // an end-of-generation token or a stop string
   kLength,  // max_tokens reached (or the context is full)
+  kAbort,   // ended from outside: the client left, the server shuts down, an error
 };
 
-// "stop", "length" (OpenAI's spelling); "" for kNone.
+// "stop", "length", "abort" (OpenAI's spelling for the first two); "" for kNone.
 std::string_view finish_reason_name(FinishReason reason);
 
 struct StopConditions {

@@ -1,0 +1,53 @@
+#pragma once
+// A request's logical state, and nothing else (DESIGN.md invariant 1): token ids, how
+// many of them have K/V in the cache, sampling and stop parameters, priority, arrival
+// order and where its outputs go. Its KV blocks are the KvCacheManager's table under
+// the same id; no device memory belongs to a request.
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "engine/request_output.h"
+#include "engine/sampling_params.h"
+#include "engine/stop_checker.h"
+
+namespace pagoda::engine {
+
+enum class RequestStatus {
+  kWaiting,    // not admitted yet, or preempted (its KV dropped; recomputed on resume)
+  kRunning,    // holds KV blocks and is scheduled each step
+  kFinished,   // done (stop, length or abort); its blocks are back in the pool
+};
+
+struct Request {
+  RequestId id = 0;
+  std::vector<int32_t> tokens;  // prompt then generated ids
+  int32_t n_prompt_tokens = 0;
+  // Leading tokens whose K/V are in the cache; moves toward tokens.size() every step
+  // the request is scheduled (DESIGN.md invariant 2), back to 0 when preempted.
+  int32_t num_computed_tokens = 0;
+
+  SamplingParams sampling;
+  StopConditions stop;
+  int32_t priority = 0;   // lower values are scheduled first (and preempted last)
+  uint64_t arrival = 0;   // order of arrival: first come, first served within a priority
+  uint64_t cache_salt = 0;  // extra key of its prefix-cache blocks (0: shared with all)
+  // One of n completions of a prompt: it waits until `parent` has computed all but the
+  // last prompt token, then starts from the parent's blocks (copy on write).
+  std::optional<RequestId> parent;
+
+  RequestStatus status = RequestStatus::kWaiting;
+  int32_t n_preemptions = 0;
+  int32_t n_cached_prompt_tokens = 0;  // prompt tokens found in the prefix cache (first admission)
+  std::shared_ptr<RequestSink> sink;
+
+  int32_t num_tokens() const { return static_cast<int32_t>(tokens.size()); }
+  int32_t n_generated() const { return num_tokens() - n_prompt_tokens; }
+  std::span<const int32_t> prompt() const { return std::span(tokens).first(n_prompt_tokens); }
+  std::span<const int32_t> generated() const { return std::span(tokens).subspan(n_prompt_tokens); }
+};
+
+}  // namespace pagoda::engine
