@@ -56,6 +56,8 @@ class BlockPool {
 
   int32_t ref_count(BlockId block) const;
   std::optional<BlockHash> cached_hash(BlockId block) const;
+  // The key a cached block was registered with; nullptr when it has no cached identity.
+  const BlockKey* cached_key(BlockId block) const;
   // Ids of the free blocks from head (evicted first) to tail; for tests and debugging.
   std::vector<BlockId> free_queue() const;
 

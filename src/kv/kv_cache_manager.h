@@ -58,7 +58,7 @@ class KvCacheManager {
 
   // The longest run of cached full blocks at the start of `tokens`, never covering the
   // last token (its logits start the generation). Takes nothing. Empty when prefix
-  // caching is off.
+  // caching is off (and then not counted in prefix_stats()).
   PrefixHit find_prefix(std::span<const int32_t> tokens, uint64_t extra_key);
 
   // Makes room in request `id`'s table for tokens [0, n_computed + n_new): blocks are
@@ -66,17 +66,19 @@ class KvCacheManager {
   // will be written into is replaced by a fresh copy (queued for take_copies()). A
   // request with no table yet may start from `hit` (from find_prefix() just before, with
   // n_computed == hit->n_tokens). Returns false, changing nothing, when the free blocks
-  // do not suffice.
+  // do not suffice. Should n_computed move back into full blocks (tokens rewritten), a
+  // cached block written into is copied too, so that the cache keeps what its keys say.
   bool allocate(RequestId id, int32_t n_computed, int32_t n_new, const PrefixHit* hit = nullptr);
 
   // Registers in the prefix cache every block of `id` that is full within its first
   // n_computed tokens and not registered yet. tokens: the request's ids so far (at least
-  // n_computed of them); extra_key: as given to find_prefix().
+  // n_computed of them); extra_key: as given to find_prefix(). Unknown ids are ignored.
   void cache_full_blocks(RequestId id, std::span<const int32_t> tokens, int32_t n_computed,
                          uint64_t extra_key);
 
   // Request `child` starts with `parent`'s table, every block with one more reference
-  // (n completions of one prompt share its blocks until they diverge).
+  // (n completions of one prompt share its blocks until they diverge). `parent` must
+  // hold a table and `child` none (checked by assert).
   void fork(RequestId parent, RequestId child);
 
   // Returns every block of `id` to the pool, its last block first, and forgets `id`.
@@ -91,14 +93,35 @@ class KvCacheManager {
  private:
   struct Table {
     std::vector<BlockId> blocks;
-    std::vector<BlockHash> hashes;  // chain hashes of the leading blocks registered so far
+    // Chain hashes of the leading blocks registered so far (cut back to the first block a
+    // step writes into). A block whose hash another block held already stays private
+    // but keeps its entry here: the chain describes the tokens, not the block.
+    std::vector<BlockHash> hashes;
   };
+
+  // The blocks a step writing rows [n_computed, n_computed + n_new) touches, of a table
+  // holding `held`: held blocks [first, end) are written into, n_copies of them must be
+  // copied first, and n_append new ones go at the end.
+  struct WriteRange {
+    int32_t first = 0;
+    int32_t end = 0;
+    int32_t n_copies = 0;
+    int32_t n_append = 0;
+  };
+  WriteRange written_blocks(std::span<const BlockId> held, int32_t n_computed,
+                            int32_t n_new) const;
+  // Starts an empty table from a prefix hit: one more reference to each hit block.
+  void take_hit(Table& table, const PrefixHit& hit);
+  // Blocks a step must not write in place: shared ones, and cached ones (whose content
+  // later hits rely on).
+  bool needs_copy_before_write(BlockId block) const;
 
   BlockPool pool_;
   bool prefix_cache_;
   PrefixCacheStats stats_;
   std::unordered_map<RequestId, Table> tables_;
   std::vector<BlockCopy> copies_;
+  std::vector<BlockId> fresh_;  // allocate()'s scratch, kept to reuse its capacity
 };
 
 }  // namespace pagoda::kv
