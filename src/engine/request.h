@@ -17,9 +17,9 @@
 namespace pagoda::engine {
 
 enum class RequestStatus {
-  kWaiting,    // not admitted yet, or preempted (its KV dropped; recomputed on resume)
-  kRunning,    // holds KV blocks and is scheduled each step
-  kFinished,   // done (stop, length or abort); its blocks are back in the pool
+  kWaiting,   // not admitted yet, or preempted (its KV dropped; recomputed on resume)
+  kRunning,   // holds KV blocks and is scheduled each step
+  kFinished,  // done (stop, length or abort); its blocks are back in the pool
 };
 
 struct Request {
@@ -32,8 +32,9 @@ struct Request {
 
   SamplingParams sampling;
   StopConditions stop;
-  int32_t priority = 0;   // lower values are scheduled first (and preempted last)
-  uint64_t arrival = 0;   // order of arrival: first come, first served within a priority
+  int32_t priority = 0;  // lower values are scheduled first (and preempted last)
+  // Order of arrival, stamped by Scheduler::add: first come, first served within a priority.
+  uint64_t arrival = 0;
   uint64_t cache_salt = 0;  // extra key of its prefix-cache blocks (0: shared with all)
   // One of n completions of a prompt: it waits until `parent` has computed all but the
   // last prompt token, then starts from the parent's blocks (copy on write).
@@ -41,7 +42,9 @@ struct Request {
 
   RequestStatus status = RequestStatus::kWaiting;
   int32_t n_preemptions = 0;
-  int32_t n_cached_prompt_tokens = 0;  // prompt tokens found in the prefix cache (first admission)
+  // Prompt tokens it did not compute at its first admission: found in the prefix cache,
+  // or shared with its parent (n_prompt_tokens - 1 for a forked `n` completion).
+  int32_t n_cached_prompt_tokens = 0;
   std::shared_ptr<RequestSink> sink;
 
   int32_t num_tokens() const { return static_cast<int32_t>(tokens.size()); }
