@@ -18,9 +18,13 @@ for fuzzer in build-fuzz/fuzz/*_fuzz; do
   mkdir -p "$corpus"
   seeds=()
   [[ -d "fuzz/seeds/$name" ]] && seeds=("fuzz/seeds/$name")
+  # The template fuzzer starts from the real and test chat templates.
+  [[ "$name" == jinja ]] && seeds+=(tests/data/chat_templates "$PAGODA_SHARED_DIR/reference/chat_templates")
+  options=()
+  [[ -f "fuzz/$name.dict" ]] && options+=(-dict="fuzz/$name.dict")
   log="build-fuzz/$name.log"
   if "$fuzzer" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
-      -artifact_prefix="build-fuzz/artifacts/$name-" "$corpus" "${seeds[@]}" >"$log" 2>&1; then
+      -artifact_prefix="build-fuzz/artifacts/$name-" "${options[@]}" "$corpus" "${seeds[@]}" >"$log" 2>&1; then
     runs=$(grep -oE "stat::number_of_executed_units: [0-9]+" "$log" | grep -oE "[0-9]+$" || echo "?")
     echo "fuzz: $name: ${seconds}s, $runs inputs, no failure"
   else

@@ -7,6 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scripts/setup.sh
+scripts/python_env.sh  # jinja2 and openai for the tests that compare with Python
 ctest --test-dir build --output-on-failure -j"$(nproc)"
 
 fuzz_seconds="${PAGODA_FUZZ_SECONDS:-30}"
