@@ -7,10 +7,10 @@
 // shared, busy machine: divide by the thread count for per-core figures, or compare the
 // wall time column on a quiet one.
 //
-//   ./build/bench/matmul_bench [--benchmark_filter=q4_K] [--threads=N] [--fastest]
+//   ./build/bench/matmul_bench [--benchmark_filter=q4_K] [--threads=N] [--reference]
 //
-// --fastest lifts the default of multiplying every type with the reference build's f32
-// rounding (see backend/cpu/matmul.h) and uses the fastest kernel of each type.
+// --reference times the kernels of CpuNumerics::kReference (each type with the reference
+// build's f32 rounding, see backend/cpu/matmul.h) instead of the default kFast ones.
 
 #include <benchmark/benchmark.h>
 
@@ -45,11 +45,11 @@ constexpr DType kTypes[] = {DType::Q4_K, DType::Q8_0, DType::Q4_1, DType::Q6_K, 
 constexpr int64_t kTokens[] = {1, 512};
 
 int g_threads = 0;
-bool g_fastest = false;
+CpuNumerics g_numerics = CpuNumerics::kFast;
 
 Backend& backend() {
   static std::unique_ptr<Backend> b =
-      make_cpu_backend({.n_threads = g_threads, .mirror_reference_numerics = !g_fastest});
+      make_cpu_backend({.n_threads = g_threads, .numerics = g_numerics});
   return *b;
 }
 
@@ -103,7 +103,7 @@ void bench_matmul(benchmark::State& state, DType type, Shape shape, int64_t toke
 int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     if (std::strncmp(argv[i], "--threads=", 10) == 0) g_threads = std::atoi(argv[i] + 10);
-    if (std::strcmp(argv[i], "--fastest") == 0) g_fastest = true;
+    if (std::strcmp(argv[i], "--reference") == 0) g_numerics = CpuNumerics::kReference;
   }
   for (const DType type : kTypes) {
     for (const Shape& shape : kShapes) {

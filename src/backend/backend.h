@@ -60,6 +60,10 @@ class Backend {
   virtual Expected<TensorView> upload_weight(const TensorView& host) = 0;
   virtual void copy_to_host(const TensorView& src, void* dst) = 0;   // contiguous src
   virtual void copy_from_host(const void* src, const TensorView& dst) = 0;
+  // Performs the copies in order (a later copy may read what an earlier one wrote). A
+  // block id outside the storage is an error (reported by take_error()); src == dst
+  // copies nothing.
+  virtual void copy_kv_blocks(KvStorage& kv, std::span<const KvBlockCopy> copies) = 0;
   virtual void synchronize() = 0;
   // Ops report nothing as they run (like asynchronous device work). Returns the first
   // error an op met since the last call (a view of the wrong type or shape, an index out

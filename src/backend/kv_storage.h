@@ -27,4 +27,11 @@ struct KvCacheShape {
   size_t block_bytes() const { return 2 * token_bytes() * block_size * n_layers; }
 };
 
+// Copy every layer's K and V rows of block `src` over those of block `dst`: the
+// copy-on-write of a shared block before a step writes into it.
+struct KvBlockCopy {
+  int32_t src = 0;
+  int32_t dst = 0;
+};
+
 }  // namespace pagoda::backend

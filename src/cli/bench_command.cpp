@@ -3,6 +3,7 @@
 // random tokens as one batch into an empty cache; tgN generates N tokens one at a time
 // from an empty cache. Each test runs once to warm up, then r times; the result is the
 // mean and standard deviation of the r speeds.
+// With --concurrency N it runs the serving benchmark of bench_concurrency.h instead.
 #include <algorithm>
 #include <chrono>
 #include <memory>
@@ -10,8 +11,10 @@
 #include <string>
 #include <vector>
 
+#include "cli/bench_concurrency.h"
 #include "cli/bench_report.h"
 #include "cli/commands.h"
+#include "cli/generation_args.h"
 #include "cli/loaded_model.h"
 #include "core/thread_pool.h"
 #include "engine/sequence_batch.h"
@@ -26,6 +29,7 @@ struct BenchArgs {
   int repetitions = 5;
   int threads = 0;
   bool json = false;
+  backend::CpuNumerics numerics = backend::CpuNumerics::kFast;
 };
 
 // One model loaded with a KV cache that fits the longest test.
@@ -91,7 +95,7 @@ Status bench(const BenchArgs& args) {
   options.max_batch_tokens = largest_batch;
   options.max_logit_rows = 1;
   PAGODA_ASSIGN_OR_RETURN(ctx.loaded,
-                          load_model_file(args.model_path, args.threads, options, false));
+                          load_model_file(args.model_path, args.threads, options, false, args.numerics));
   const model::ModelConfig& config = ctx.loaded.model->config();
   PAGODA_ASSIGN_OR_RETURN(
       ctx.kv, ctx.loaded.backend->allocate_kv(engine::contiguous_kv_shape(config, longest)));
@@ -128,8 +132,14 @@ void add_bench_command(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   command->add_flag("--json", args->json, "Print the results as JSON");
-  command->callback([args] {
-    const Status status = bench(*args);
+  add_numerics_option(*command, args->numerics);
+  auto concurrency = std::make_shared<ConcurrencyBenchArgs>();
+  add_concurrency_options(*command, *concurrency);
+  command->callback([args, concurrency] {
+    const Status status =
+        concurrency->concurrency > 0
+            ? run_concurrency_bench(args->model_path, args->threads, args->json, *concurrency)
+            : bench(*args);
     if (!status.ok()) report_error(status.message());
   });
 }

@@ -99,6 +99,7 @@ void add_chat_command(CLI::App& app) {
   auto args = std::make_shared<ChatArgs>();
   CLI::App* command = app.add_subcommand("chat", "Chat with a model in the terminal");
   add_generation_options(*command, args->generation);
+  add_numerics_option(*command, args->generation.numerics);
   command->add_option("--system", args->system, "System message");
   command->callback([args] {
     const Status status = chat(*args);

@@ -1,6 +1,7 @@
 #include "cli/generation_args.h"
 
 #include <algorithm>
+#include <string>
 
 namespace pagoda::cli {
 
@@ -38,6 +39,19 @@ void add_generation_options(CLI::App& command, GenerationArgs& args) {
   command.add_option("--stop", args.stop, "Stop string (repeatable)");
   command.add_flag("--ignore-eos", args.ignore_eos,
                    "Keep generating past end-of-generation tokens");
+}
+
+void add_numerics_option(CLI::App& command, backend::CpuNumerics& numerics) {
+  command
+      .add_option_function<std::string>(
+          "--numerics",
+          [&numerics](const std::string& name) {
+            numerics = name == "reference" ? backend::CpuNumerics::kReference : backend::CpuNumerics::kFast;
+          },
+          "fast: the fastest kernels, the same results for a token whatever its batch; "
+          "reference: round as llama.cpp's CPU build does, reproducing its log-probabilities (slower)")
+      ->transform(CLI::IsMember({"fast", "reference"}, CLI::ignore_case))
+      ->option_text("fast|reference=fast");
 }
 
 engine::SamplingParams GenerationArgs::sampling_params() const {

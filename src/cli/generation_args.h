@@ -1,6 +1,7 @@
 #pragma once
 // The generation flags `pagoda run` and `pagoda chat` share: model, threads, context,
-// batch size, sampling and stop conditions.
+// batch size, sampling and stop conditions; and the --numerics flag they share with
+// `pagoda bench`.
 
 #include <CLI/CLI.hpp>
 #include <cstdint>
@@ -8,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/cpu/cpu_backend.h"
 #include "engine/sampling_params.h"
 #include "engine/stop_checker.h"
 
@@ -23,6 +25,7 @@ struct GenerationArgs {
   std::optional<uint64_t> seed;
   std::vector<std::string> stop;
   bool ignore_eos = false;
+  backend::CpuNumerics numerics = backend::CpuNumerics::kFast;
 
   GenerationArgs() {
     // llama.cpp's defaults, so that the same flags give comparable output.
@@ -40,5 +43,8 @@ struct GenerationArgs {
 };
 
 void add_generation_options(CLI::App& command, GenerationArgs& args);
+
+// --numerics fast|reference: how the CPU backend rounds (backend/cpu/cpu_backend.h).
+void add_numerics_option(CLI::App& command, backend::CpuNumerics& numerics);
 
 }  // namespace pagoda::cli

@@ -13,7 +13,7 @@ Expected<std::unique_ptr<GenerationSession>> open_generation_session(const Gener
   options.max_batch_tokens = args.batch_size;
   options.max_logit_rows = 1;
   PAGODA_ASSIGN_OR_RETURN(session->loaded, load_model_file(args.model_path, args.threads, options,
-                                                           /*with_tokenizer=*/true));
+                                                           /*with_tokenizer=*/true, args.numerics));
   const model::ModelConfig& config = session->loaded.model->config();
   session->n_ctx = args.context_size(config.n_ctx_train);
   PAGODA_ASSIGN_OR_RETURN(session->kv, session->loaded.backend->allocate_kv(

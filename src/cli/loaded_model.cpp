@@ -10,13 +10,15 @@
 namespace pagoda::cli {
 
 Expected<LoadedModel> load_model_file(const std::string& path, int n_threads,
-                                      const model::LoadOptions& options, bool with_tokenizer) {
+                                      const model::LoadOptions& options, bool with_tokenizer,
+                                      backend::CpuNumerics numerics) {
   const auto start = std::chrono::steady_clock::now();
   LoadedModel loaded;
   PAGODA_ASSIGN_OR_RETURN(gguf::Reader reader, gguf::Reader::open(path));
   loaded.file = std::make_unique<gguf::Reader>(std::move(reader));
   backend::CpuBackendOptions backend_options;
   backend_options.n_threads = n_threads;
+  backend_options.numerics = numerics;
   loaded.backend = backend::make_cpu_backend(backend_options);
   PAGODA_ASSIGN_OR_RETURN(loaded.model, model::load_model(*loaded.file, *loaded.backend, options));
   if (with_tokenizer) {

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "backend/backend.h"
+#include "backend/cpu/cpu_backend.h"
 #include "core/status.h"
 #include "gguf/reader.h"
 #include "model/model.h"
@@ -24,7 +25,8 @@ struct LoadedModel {
 
 // n_threads <= 0: one per physical core.
 Expected<LoadedModel> load_model_file(const std::string& path, int n_threads,
-                                      const model::LoadOptions& options, bool with_tokenizer);
+                                      const model::LoadOptions& options, bool with_tokenizer,
+                                      backend::CpuNumerics numerics = backend::CpuNumerics::kFast);
 
 // Prints "pagoda: <message>" (one line) to stderr and sets the exit code to 1.
 void report_error(const std::string& message);

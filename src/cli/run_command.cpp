@@ -67,6 +67,7 @@ void add_run_command(CLI::App& app) {
   auto args = std::make_shared<RunArgs>();
   CLI::App* command = app.add_subcommand("run", "Generate text from a prompt");
   add_generation_options(*command, args->generation);
+  add_numerics_option(*command, args->generation.numerics);
   CLI::Option* prompt = command->add_option("-p,--prompt", args->prompt, "Prompt text");
   command->add_option("-f,--file", args->prompt_file, "Read the prompt from a file")
       ->excludes(prompt);

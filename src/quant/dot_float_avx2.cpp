@@ -3,8 +3,10 @@
 // F32 and F16 sum in the order of the reference CPU build's vector dot product (its
 // AVX-512 form: 16 lanes a vector, each kept here as two 8-lane halves), so that matmuls
 // round as it does: four 16-lane accumulators over 64 values an iteration, folded 0 + 2,
-// 1 + 3, then 0 + 1 and summed across lanes; the last n % 64 values added one by one
-// (F32: float fused multiply-adds; F16: float products added in double).
+// 1 + 3, then 0 + 1 and summed across lanes; then the last n % 64 values one by one.
+// F16: float products added in double. F32: added in float, in order, as the reference's
+// compiled leftover loop does: vectorized 8 values at a time (the products rounded, then
+// added lane by lane), the last n % 8 fused into the sum.
 // BF16: four 8-lane accumulators, one horizontal sum at the end.
 
 #include <immintrin.h>
@@ -79,7 +81,14 @@ float dot_f32(int64_t n, const void* w, const void* a) {
   const auto* y = static_cast<const float*>(a);
   const int64_t n_vector = n / 64 * 64;
   float sum = dot_four_accumulators<float, load_f32>(n_vector, x, y);
-  for (int64_t i = n_vector; i < n; ++i) sum = std::fma(x[i], y[i], sum);
+  const int64_t n_grouped = n_vector + (n - n_vector) / 8 * 8;
+  for (int64_t i = n_vector; i < n_grouped; i += 8) {
+    // Rounded products kept apart from the additions, so that no compiler fuses them.
+    alignas(32) float products[8];
+    _mm256_store_ps(products, _mm256_mul_ps(load_f32(x + i), load_f32(y + i)));
+    for (const float p : products) sum += p;
+  }
+  for (int64_t i = n_grouped; i < n; ++i) sum = std::fma(x[i], y[i], sum);
   return sum;
 }
 float dot_f16(int64_t n, const void* w, const void* a) {

@@ -1,7 +1,9 @@
 // Paged attention against a double-precision softmax(q k^T * scale) v computed from the
 // K/V values the cache holds, with several sequences per batch, shuffled block tables,
 // grouped-query ratios 1, 2 and 4, sequences continuing after a cached prefix, and f16,
-// f32 and q8_0 caches, through all three schedules (per query, tiled, split).
+// f32 and q8_0 caches, in both numerics modes: the fast one (chunked, split over chunks
+// for a lone long decode) and the reference one through all three of its schedules (per
+// query, tiled, split).
 
 #include <gtest/gtest.h>
 
@@ -33,8 +35,10 @@ struct Sequence {
 
 class AttentionHarness {
  public:
-  AttentionHarness(DType type, int32_t n_kv_heads, int n_threads = 2)
-      : n_kv_heads_(n_kv_heads), backend_(make_cpu_backend({.n_threads = n_threads})) {
+  AttentionHarness(DType type, int32_t n_kv_heads, CpuNumerics numerics, int n_threads = 2)
+      : n_kv_heads_(n_kv_heads),
+        numerics_(numerics),
+        backend_(make_cpu_backend({.n_threads = n_threads, .numerics = numerics})) {
     shape_ = {.n_layers = 2, .n_kv_heads = n_kv_heads, .head_dim = kHeadDim, .block_size = kBlockSize,
               .n_blocks = kBlocks, .type = type};
     auto kv = backend_->allocate_kv(shape_);
@@ -115,10 +119,11 @@ class AttentionHarness {
     }
   }
 
-  // Q as the kernel uses it: converted to the K dot format on the per-query schedule.
+  // Q as the kernel uses it: f32, except on the reference mode's per-query schedule, which
+  // converts it to the K dot format.
   std::vector<double> query_as_seen(const float* q, bool tiled) const {
     std::vector<float> seen(q, q + kHeadDim);
-    if (!tiled && shape_.type != DType::F32) {
+    if (numerics_ == CpuNumerics::kReference && !tiled && shape_.type != DType::F32) {
       std::vector<std::byte> converted(size_t(row_bytes(shape_.type, kHeadDim)));
       quant::dot_kernel(shape_.type)->quantize(q, converted.data(), kHeadDim);
       EXPECT_TRUE(quant::dequantize_row(shape_.type, converted.data(), seen.data(), kHeadDim).ok());
@@ -127,13 +132,14 @@ class AttentionHarness {
   }
 
   // Within a tolerance times the largest |v|: f16 values accumulated in half precision
-  // (per query and split schedules, as the reference build does) lose about 2^-12 per
-  // step; every other case only rounds in f32.
+  // (the reference mode's per query and split schedules, as the reference build does) lose
+  // about 2^-12 per step; every other case only rounds in f32.
   void check_sequence(const SequenceAttention& s, const TensorView& q, Matrix& out, float scale) {
     const Sequence& seq = *std::find_if(sequences_.begin(), sequences_.end(),
                                         [&](const Sequence& x) { return x.blocks.data() == s.block_table.data(); });
     const bool tiled = s.n_query >= cpu::Attention::kTileQueries && shape_.type != DType::Q8_0;
-    const double tolerance = shape_.type == DType::F16 && !tiled ? 4e-3 : 2e-5;
+    const bool half_sums = numerics_ == CpuNumerics::kReference && shape_.type == DType::F16 && !tiled;
+    const double tolerance = half_sums ? 4e-3 : 2e-5;
     const int32_t group = kHeads / n_kv_heads_;
     // The cache as f32: [kv head][position][dim].
     std::vector<std::vector<float>> keys(static_cast<size_t>(n_kv_heads_)), values(static_cast<size_t>(n_kv_heads_));
@@ -175,6 +181,7 @@ class AttentionHarness {
   }
 
   int32_t n_kv_heads_;
+  CpuNumerics numerics_;
   KvCacheShape shape_;
   std::unique_ptr<Backend> backend_;
   std::unique_ptr<KvStorage> kv_;
@@ -185,13 +192,14 @@ class AttentionHarness {
 struct Case {
   DType type;
   int32_t n_kv_heads;
+  CpuNumerics numerics;
 };
 
 class AttentionTest : public ::testing::TestWithParam<Case> {};
 
 TEST_P(AttentionTest, SeveralSequencesThenContinuations) {
   const Case c = GetParam();
-  AttentionHarness h(c.type, c.n_kv_heads);
+  AttentionHarness h(c.type, c.n_kv_heads, c.numerics);
   for (int i = 0; i < 3; ++i) h.add_sequence();
   h.step({5, 23, 1}, 1);  // prefill three prompts at once
   h.step({3, 1, 7}, 2);   // continue each after its cached prefix
@@ -200,7 +208,7 @@ TEST_P(AttentionTest, SeveralSequencesThenContinuations) {
 
 TEST_P(AttentionTest, LongPromptAfterPrefixIsTiled) {
   const Case c = GetParam();
-  AttentionHarness h(c.type, c.n_kv_heads);
+  AttentionHarness h(c.type, c.n_kv_heads, c.numerics);
   h.add_sequence();
   h.add_sequence();
   h.step({30, 2}, 4);
@@ -210,23 +218,32 @@ TEST_P(AttentionTest, LongPromptAfterPrefixIsTiled) {
 
 TEST_P(AttentionTest, LongContextDecodeIsSplit) {
   const Case c = GetParam();
-  AttentionHarness h(c.type, c.n_kv_heads);
+  AttentionHarness h(c.type, c.n_kv_heads, c.numerics);
   h.add_sequence();
   h.step({600}, 6);
   h.step({1}, 7);  // 601 positions over two threads
   h.step({1}, 8);
 }
 
+std::vector<Case> all_cases() {
+  std::vector<Case> cases;
+  for (const CpuNumerics numerics : {CpuNumerics::kFast, CpuNumerics::kReference}) {
+    for (const auto& [type, n_kv_heads] : {std::pair{DType::F16, 8}, {DType::F16, 4}, {DType::F16, 2},
+                                            {DType::F32, 8}, {DType::F32, 2}, {DType::Q8_0, 4}}) {
+      cases.push_back({type, n_kv_heads, numerics});
+    }
+  }
+  return cases;
+}
+
 INSTANTIATE_TEST_SUITE_P(
-    CacheTypesAndGroups, AttentionTest,
-    ::testing::Values(Case{DType::F16, 8}, Case{DType::F16, 4}, Case{DType::F16, 2}, Case{DType::F32, 8},
-                      Case{DType::F32, 2}, Case{DType::Q8_0, 4}),
-    [](const auto& info) {
-      return std::string(dtype_name(info.param.type)) + "_gqa" + std::to_string(kHeads / info.param.n_kv_heads);
+    CacheTypesAndGroups, AttentionTest, ::testing::ValuesIn(all_cases()), [](const auto& info) {
+      return std::string(info.param.numerics == CpuNumerics::kFast ? "fast_" : "reference_") +
+             std::string(dtype_name(info.param.type)) + "_gqa" + std::to_string(kHeads / info.param.n_kv_heads);
     });
 
 TEST(AttentionErrors, RejectsSlotsAndBlocksOutOfRange) {
-  AttentionHarness h(DType::F16, 4);
+  AttentionHarness h(DType::F16, 4, CpuNumerics::kFast);
   Matrix q(1, kHeads * kHeadDim, 0, 1), kv(1, 4 * kHeadDim, 0, 2), out(1, kHeads * kHeadDim);
   const std::vector<int32_t> table = {kBlocks};  // one past the last block
   const std::vector<SequenceAttention> seqs = {{0, 1, 1, table}};

@@ -1,4 +1,4 @@
-// The kernels that claim the reference's f32 rounding, against scalar models of the
+// The kernels that claim the reference's f32 rounding (CpuNumerics::kReference), against scalar models of the
 // reference's arithmetic (bit for bit): Q8_0 and Q4_1 pairs (one 8-lane accumulator per
 // row and token, lanes added ((0+4)+(2+6))+((1+5)+(3+7)); Q4_1's m * s fused into a
 // scalar sum added last), Q4_0 strips (one FMA per block per
@@ -31,7 +31,7 @@ struct Case {
 };
 
 Case run_case(DType type, int64_t n_in, int64_t n_out, int64_t n_tokens) {
-  if (find_tile_kernel(type, quant::best_isa(), true) == nullptr) return {};
+  if (find_tile_kernel(type, quant::best_isa(), CpuNumerics::kReference) == nullptr) return {};
   Case c{std::vector<std::byte>(size_t(row_bytes(type, n_in) * n_out)), {}, n_in, n_out, n_tokens,
          std::vector<float>(size_t(n_out * n_tokens))};
   const std::vector<float> wf = random_values(size_t(n_in * n_out), 21, 0.3f);
@@ -44,7 +44,7 @@ Case run_case(DType type, int64_t n_in, int64_t n_out, int64_t n_tokens) {
   c.a.resize(a_row * size_t(n_tokens));
   for (int64_t t = 0; t < n_tokens; ++t) k->quantize(&x.data[size_t(t * n_in)], c.a.data() + t * a_row, n_in);
   ThreadPool pool(2);
-  Matmul matmul(quant::best_isa(), /*mirror_reference=*/true);
+  Matmul matmul(quant::best_isa(), CpuNumerics::kReference);
   Matrix y(n_tokens, n_out);
   EXPECT_TRUE(matmul.run(pool, make_view(c.w.data(), type, n_in, n_out), x.view(), y.view(), MatmulSchedule::kTiled).ok());
   c.y = y.data;

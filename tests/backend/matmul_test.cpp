@@ -124,13 +124,16 @@ class MatmulTest : public ::testing::TestWithParam<DType> {
 
 TEST_P(MatmulTest, MatchesDequantizedReference) {
   const DType type = GetParam();
-  for (int64_t n_in : {256, 768}) {
-    Weights w = make_weights(type, n_in, 37, 100 + uint32_t(n_in));
-    for (int64_t tokens : {1, 3, 9, 70}) {
-      Matrix x(tokens, n_in, 5, 200 + uint32_t(tokens), 2.0f);
-      Matrix y(tokens, 37, 11);
-      ASSERT_TRUE(matmul.run(pool, w.view(), x.view(), y.view()).ok());
-      check_against_reference(w, x, y);
+  for (const CpuNumerics numerics : {CpuNumerics::kFast, CpuNumerics::kReference}) {
+    Matmul m(quant::best_isa(), numerics);
+    for (int64_t n_in : {256, 768}) {
+      Weights w = make_weights(type, n_in, 37, 100 + uint32_t(n_in));
+      for (int64_t tokens : {1, 3, 9, 70}) {
+        Matrix x(tokens, n_in, 5, 200 + uint32_t(tokens), 2.0f);
+        Matrix y(tokens, 37, 11);
+        ASSERT_TRUE(m.run(pool, w.view(), x.view(), y.view()).ok());
+        check_against_reference(w, x, y);
+      }
     }
   }
 }
@@ -144,8 +147,9 @@ TEST_P(MatmulTest, TiledAgreesWithRows) {
   }
   Weights w = make_weights(type, 512, 45, 7);
   Matrix x(67, 512, 3, 8, 1.5f);
-  for (const bool mirror : {true, false}) {
-    Matmul m(quant::best_isa(), mirror);
+  for (const CpuNumerics numerics : {CpuNumerics::kReference, CpuNumerics::kFast}) {
+    const bool mirror = numerics == CpuNumerics::kReference;
+    Matmul m(quant::best_isa(), numerics);
     Matrix rows(67, 45), tiled(67, 45, 2);
     ASSERT_TRUE(m.run(pool, w.view(), x.view(), rows.view(), MatmulSchedule::kRows).ok());
     ASSERT_TRUE(m.run(pool, w.view(), x.view(), tiled.view(), MatmulSchedule::kTiled).ok());
@@ -165,10 +169,11 @@ TEST_P(MatmulTest, TiledAgreesWithRows) {
 // blocks (a lone token). Both must give the same bits.
 TEST_P(MatmulTest, TailTokensMatchLoneTokensBitForBit) {
   const DType type = GetParam();
-  const TileKernel* tile = find_tile_kernel(type, quant::best_isa(), /*mirror_reference=*/true);
+  const TileKernel* tile = find_tile_kernel(type, quant::best_isa(), CpuNumerics::kReference);
   if (tile == nullptr || !tile->mirrors_reference) {
     GTEST_SKIP() << dtype_name(type) << " has no kernel mirroring the reference on " << quant::isa_name(quant::best_isa());
   }
+  Matmul matmul(quant::best_isa(), CpuNumerics::kReference);
   Weights w = make_weights(type, 512, 24, 11);
   Matrix batch(5, 512, 0, 12), lone(1, 512);
   for (int64_t i = 0; i < 512; ++i) lone.at(0, i) = batch.at(4, i);

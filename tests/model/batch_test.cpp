@@ -13,11 +13,14 @@ namespace {
 
 constexpr int32_t kBlock = 16;
 
-// Two sequences sharing one KV storage: A in blocks {0, 1}, B in blocks {3, 2}.
+// Two sequences sharing one KV storage: A in blocks {0, 1}, B in blocks {3, 2}. The
+// engine's numerics (kFast), which are batch-invariant: a sequence's logits are bit for
+// bit the same alone or in a batch with others.
 class BatchTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    m_ = load("stories260K.gguf", LoadOptions{.max_batch_tokens = 32, .max_logit_rows = 4});
+    m_ = load("stories260K.gguf", LoadOptions{.max_batch_tokens = 32, .max_logit_rows = 4},
+              backend::CpuNumerics::kFast);
     ASSERT_TRUE(m_.model);
     Expected<std::unique_ptr<backend::KvStorage>> kv =
         m_.backend->allocate_kv(kv_cache_shape(m_.model->config(), 4, kBlock));

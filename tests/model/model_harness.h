@@ -31,13 +31,15 @@ struct LoadedModel {
   std::unique_ptr<tokenizer::Tokenizer> tokenizer;
 };
 
-inline LoadedModel load(const std::string& file_name, const LoadOptions& options = {}) {
+// Reference numerics by default: most tests compare with the reference build's outputs.
+inline LoadedModel load(const std::string& file_name, const LoadOptions& options = {},
+                        backend::CpuNumerics numerics = backend::CpuNumerics::kReference) {
   LoadedModel m;
   Expected<gguf::Reader> reader = gguf::Reader::open(model_path(file_name));
   EXPECT_TRUE(reader.ok()) << reader.status().message();
   if (!reader.ok()) return m;
   m.file = std::make_unique<gguf::Reader>(std::move(reader).value());
-  m.backend = backend::make_cpu_backend();
+  m.backend = backend::make_cpu_backend({.numerics = numerics});
   Expected<std::unique_ptr<Model>> model = load_model(*m.file, *m.backend, options);
   EXPECT_TRUE(model.ok()) << model.status().message();
   if (model.ok()) m.model = std::move(model).value();

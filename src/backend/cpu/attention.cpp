@@ -80,19 +80,27 @@ AttentionContext make_context(const TensorView& q, KvStorage& kv, int32_t layer,
 }
 
 // The new K and V rows go to their slots, converted the way the K dot format converts Q
-// (f16 rounding to nearest even, q8_0 quantization, or a copy).
+// (f16 rounding to nearest even, q8_0 quantization, or a copy); f16 by the attention
+// kernels' vector conversion, which rounds the same.
 void write_kv(ThreadPool& pool, const AttentionContext& c, const TensorView& k, const TensorView& v,
               const AttentionBatch& batch) {
   const int64_t n_kv_heads = k.ne[1], head_dim = c.head_dim;
   std::byte* keys = const_cast<std::byte*>(c.k_cache);
   std::byte* values = const_cast<std::byte*>(c.v_cache);
+  auto convert = [&](const float* x, std::byte* y) {
+    if (c.cache_type == DType::F16) {
+      c.kernels->f32_to_f16(x, reinterpret_cast<uint16_t*>(y), head_dim);
+    } else {
+      c.k_dot->quantize(x, y, head_dim);
+    }
+  };
   parallel_rows(pool, k.ne[2], 2 * n_kv_heads * head_dim, [&](int64_t begin, int64_t end) {
     for (int64_t t = begin; t < end; ++t) {
       const size_t slot = static_cast<size_t>(batch.slot_mapping[static_cast<size_t>(t)]);
       for (int64_t h = 0; h < n_kv_heads; ++h) {
         const size_t offset = slot * c.cache_row_bytes + static_cast<size_t>(h) * c.head_bytes;
-        c.k_dot->quantize(k.row<const float>(h, t), keys + offset, head_dim);
-        c.k_dot->quantize(v.row<const float>(h, t), values + offset, head_dim);
+        convert(k.row<const float>(h, t), keys + offset);
+        convert(v.row<const float>(h, t), values + offset);
       }
     }
   });
@@ -122,6 +130,7 @@ Status Attention::run(ThreadPool& pool, const TensorView& q, const TensorView& k
     return internal_error("attention: no dot kernel for the cache type");
   }
   write_kv(pool, c, k, v, batch);
+  if (numerics_ == CpuNumerics::kFast) return chunked_.run(pool, c, batch.sequences);
   PAGODA_TRY(reserve_scratch(pool, c, batch));
   const std::span<const SequenceAttention> seqs = batch.sequences;
   if (seqs.size() == 1 && seqs[0].n_query == 1 && is_float_cache(c.cache_type) &&

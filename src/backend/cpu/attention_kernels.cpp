@@ -33,6 +33,9 @@ float dot_f16(const uint16_t* x, const uint16_t* y, int64_t n) {
 void f16_to_f32(const uint16_t* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = fp16_to_f32(x[i]);
 }
+void f32_to_f16(const float* x, uint16_t* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = f32_to_fp16(x[i]);
+}
 void mad_f16(uint16_t* y, const uint16_t* x, float v, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = f32_to_fp16(std::fma(fp16_to_f32(x[i]), v, fp16_to_f32(y[i])));
 }
@@ -56,7 +59,7 @@ void gemm(float* c, const float* a, const float* b, int m_dim, int k_dim, int n_
   }
 }
 
-constexpr AttentionKernels kScalarKernels = {dot_f16, f16_to_f32, mad_f16, scale_f16, mad_f32, scale_f32, gemm};
+constexpr AttentionKernels kScalarKernels = {dot_f16, f16_to_f32, f32_to_f16, mad_f16, scale_f16, mad_f32, scale_f32, gemm};
 
 }  // namespace
 

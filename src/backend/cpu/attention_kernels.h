@@ -1,7 +1,8 @@
 #pragma once
-// Vector helpers of the attention op, in the reference CPU build's arithmetic: the f16
-// accumulator of V is rounded to half after every multiply-add, and the f32 products
-// of the tiled path are FMA chains over the inner index in ascending order.
+// Vector helpers of the reference numerics mode's attention schedules (and the f16
+// conversion of new K/V rows, in both modes), in the reference CPU build's arithmetic:
+// the f16 accumulator of V is rounded to half after every multiply-add, and the f32
+// products of the tiled path are FMA chains over the inner index in ascending order.
 
 #include <cstdint>
 
@@ -15,6 +16,7 @@ struct AttentionKernels {
   // last n % 32 products added in double.
   float (*dot_f16)(const uint16_t* x, const uint16_t* y, int64_t n);
   void (*f16_to_f32)(const uint16_t* x, float* y, int64_t n);
+  void (*f32_to_f16)(const float* x, uint16_t* y, int64_t n);  // to nearest even, as core/fp16.h
   void (*mad_f16)(uint16_t* y, const uint16_t* x, float v, int64_t n);  // y = half(fma(x, v, y))
   void (*scale_f16)(uint16_t* y, float v, int64_t n);                   // y = half(y * v)
   void (*mad_f32)(float* y, const float* x, float v, int64_t n);        // y = fma(x, v, y)

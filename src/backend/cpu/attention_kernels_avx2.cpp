@@ -39,6 +39,12 @@ void f16_to_f32(const uint16_t* x, float* y, int64_t n) {
   for (; i < n; ++i) y[i] = _cvtsh_ss(x[i]);
 }
 
+void f32_to_f16(const float* x, uint16_t* y, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) store_half8(y + i, _mm256_loadu_ps(x + i));
+  for (; i < n; ++i) y[i] = to_half(x[i]);
+}
+
 void mad_f16(uint16_t* y, const uint16_t* x, float v, int64_t n) {
   const __m256 vv = _mm256_set1_ps(v);
   int64_t i = 0;
@@ -109,6 +115,6 @@ void gemm(float* c, const float* a, const float* b, int m_dim, int k_dim, int n_
 
 }  // namespace
 
-const AttentionKernels kAttentionKernels = {dot_f16, f16_to_f32, mad_f16, scale_f16, mad_f32, scale_f32, gemm};
+const AttentionKernels kAttentionKernels = {dot_f16, f16_to_f32, f32_to_f16, mad_f16, scale_f16, mad_f32, scale_f32, gemm};
 
 }  // namespace pagoda::backend::cpu::avx2

@@ -1,6 +1,6 @@
-// The tiled schedule for long prompts: 64 queries x 64 positions at a time, f32 scores
-// from a small GEMM, per-row online softmax across tiles, f32 V accumulator; the
-// arithmetic of the reference build's tiled flash attention.
+// The reference numerics mode's tiled schedule for long prompts: 64 queries x 64
+// positions at a time, f32 scores from a small GEMM, per-row online softmax across tiles,
+// f32 V accumulator; the arithmetic of the reference build's tiled flash attention.
 
 #include <cmath>
 #include <cstring>

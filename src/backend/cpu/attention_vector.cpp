@@ -1,5 +1,6 @@
-// The per-query schedule: one query at a time, online softmax over the positions in
-// order, as the reference build's flash attention does for short batches.
+// The reference numerics mode's per-query schedule: one query at a time, online softmax
+// over the positions in order, as the reference build's flash attention does for short
+// batches.
 
 #include <cmath>
 #include <cstring>
@@ -73,7 +74,7 @@ SoftmaxState attend_positions(const AttentionContext& c, const SequenceAttention
       (void)quant::dequantize_row(c.cache_type, v, s.v32, n);  // q8_0: checked at allocation
       c.kernels->mad_f32(vkq, s.v32, weight, n);
     }
-    sum = sum * old_scale + weight;
+    sum = std::fma(sum, old_scale, weight);  // one rounding, as the reference's compiled S = S*ms + vs
   }
   if (f16_values) c.kernels->f16_to_f32(s.vkq16, vkq, n);
   return {max, sum};

@@ -6,6 +6,7 @@
 
 #include "backend/cpu/aligned_memory.h"
 #include "backend/cpu/attention.h"
+#include "backend/cpu/kv_copy.h"
 #include "backend/cpu/kv_storage_cpu.h"
 #include "backend/cpu/matmul.h"
 #include "backend/cpu/ops.h"
@@ -28,8 +29,8 @@ class CpuBackend final : public Backend {
   explicit CpuBackend(const CpuBackendOptions& options)
       : isa_(pick_isa(options.max_isa)),
         pool_(options.n_threads > 0 ? options.n_threads : physical_core_count()),
-        matmul_(isa_, options.mirror_reference_numerics),
-        attention_(isa_) {}
+        matmul_(isa_, options.numerics),
+        attention_(isa_, options.numerics) {}
 
   std::string name() const override {
     return "cpu (" + std::string(quant::isa_name(isa_)) + ", " + std::to_string(pool_.size()) +
@@ -53,6 +54,9 @@ class CpuBackend final : public Backend {
     for (int64_t r = 0; r < dst.n_rows(); ++r) {
       std::memcpy(cpu::row_at<char>(dst, r), static_cast<const char*>(src) + static_cast<size_t>(r) * row, row);
     }
+  }
+  void copy_kv_blocks(KvStorage& kv, std::span<const KvBlockCopy> copies) override {
+    note(cpu::copy_kv_blocks(pool_, kv, copies));
   }
   void synchronize() override {}  // every op has finished when it returns
   Status take_error() override { return std::exchange(error_, Status{}); }
@@ -78,7 +82,7 @@ class CpuBackend final : public Backend {
     note(cpu::rope(pool_, x, positions, params));
   }
   void silu_mul(const TensorView& gate, const TensorView& up, const TensorView& out) override {
-    note(cpu::silu_mul(pool_, gate, up, out));
+    note(cpu::silu_mul(pool_, isa_, gate, up, out));
   }
   void gelu(const TensorView& x) override { note(cpu::gelu(pool_, x)); }
   void attention(const TensorView& q, const TensorView& k, const TensorView& v, KvStorage& kv,

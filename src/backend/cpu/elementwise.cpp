@@ -2,9 +2,11 @@
 
 #include <array>
 #include <cmath>
+#include <limits>
 
 #include "backend/cpu/ops.h"
 #include "backend/cpu/rows.h"
+#include "backend/cpu/silu.h"
 #include "core/fp16.h"
 
 namespace pagoda::backend::cpu {
@@ -86,7 +88,7 @@ Status add_bias(ThreadPool& pool, const TensorView& y, const TensorView& bias) {
   return {};
 }
 
-Status silu_mul(ThreadPool& pool, const TensorView& gate, const TensorView& up,
+Status silu_mul(ThreadPool& pool, quant::Isa isa, const TensorView& gate, const TensorView& up,
                 const TensorView& out) {
   if (!is_f32_rows(gate) || !is_f32_rows(up) || !is_f32_rows(out) || !same_shape(gate, up) ||
       !same_shape(gate, out)) {
@@ -95,10 +97,7 @@ Status silu_mul(ThreadPool& pool, const TensorView& gate, const TensorView& up,
   const int64_t n = gate.ne[0];
   parallel_rows(pool, gate.n_rows(), n, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
-      const float* g = row_at<const float>(gate, r);
-      const float* u = row_at<const float>(up, r);
-      float* z = row_at<float>(out, r);
-      for (int64_t i = 0; i < n; ++i) z[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
+      silu_mul_row(isa, row_at<const float>(gate, r), row_at<const float>(up, r), row_at<float>(out, r), n);
     }
   });
   return {};

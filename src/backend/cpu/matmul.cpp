@@ -3,20 +3,26 @@
 #include <algorithm>
 #include <string>
 
+#include "backend/cpu/matmul_float.h"
 #include "backend/cpu/matmul_tiles.h"
 #include "backend/cpu/ops.h"
 #include "backend/cpu/rows.h"
+#include "core/fp16.h"
 #include "quant/blocks.h"
 
 namespace pagoda::backend::cpu {
 namespace {
 
-// Weight bytes a schedule tries to keep in a core's L2 while it reuses them.
+// Weight bytes (as stored, or repacked) a schedule tries to keep in a core's L2 while it
+// reuses them.
 constexpr size_t kWeightPanelBytes = 128 * 1024;
-// Activation bytes a tile of the tiled schedule keeps in L2 (tiles are also the units of
-// work): each strip of 8 weight rows passes over all of the tile's tokens.
+// Activation bytes a tile of the tiled schedule keeps in L2 beside them: each strip of 8
+// weight rows passes over all of the tile's tokens.
 constexpr size_t kTileActivationBytes = 192 * 1024;
 constexpr int64_t kMaxTileTokens = 64;
+// Panels per thread the repacking kernels' work is cut into, so that threads slowed by
+// other work on a shared machine are balanced by the others.
+constexpr int64_t kPanelsPerThread = 4;
 
 int64_t round_up(int64_t value, int64_t multiple) { return (value + multiple - 1) / multiple * multiple; }
 
@@ -32,7 +38,14 @@ struct Matmul::Plan {
   size_t a_stride = 0;
   float* y = nullptr;
   size_t y_stride = 0;  // floats between tokens
-  const int32_t* a_sums = nullptr;  // [n_tokens][n_in / 32] block sums, when the tile kernel wants them
+  // Per token and 32-value activation block, when the tile kernel wants them (see TileJob):
+  int32_t* a_sums = nullptr;    // [n_tokens][n_in / 32] sums of the quants
+  float* a_scales = nullptr;    // [n_tokens][a_scales_stride] scales as f32
+  size_t a_scales_stride = 0;
+  // Tiled schedule: tasks of panel_rows weight rows x tile_tokens tokens.
+  int64_t panel_rows = 0, tile_tokens = 0;
+  int64_t cols_per_pass = 0;  // see TileJob
+  size_t scratch_bytes = 0;   // per thread
 };
 
 Status Matmul::run(ThreadPool& pool, const TensorView& w, const TensorView& x, const TensorView& y,
@@ -61,20 +74,23 @@ Status Matmul::run(ThreadPool& pool, const TensorView& w, const TensorView& x, c
   plan.y_stride = y.nb[1] / sizeof(float);
   if (plan.n_tokens == 0 || plan.n_out == 0) return {};
 
-  const TileKernel* tile = find_tile_kernel(w.type, isa_, mirror_reference_);
+  const TileKernel* tile = find_tile_kernel(w.type, isa_, numerics_);
+  if (numerics_ == CpuNumerics::kReference && tile == nullptr) {  // F32 / F16: the reference's gemm, for batches
+    tile = find_reference_float_tile(w.type, isa_, plan.n_in, plan.n_out, plan.n_tokens);
+  }
   if (schedule == MatmulSchedule::kTiled && tile == nullptr) {
     return unsupported("matmul: no tiled kernel for " + std::string(dtype_name(w.type)));
   }
   const bool tiled = schedule == MatmulSchedule::kTiled ||
-                     (schedule == MatmulSchedule::kAuto && use_tiled(tile, plan.n_out, plan.n_tokens));
+                     (schedule == MatmulSchedule::kAuto && use_tiled(tile, plan.n_out));
   plan.tile = tiled ? tile : nullptr;
 
   PAGODA_TRY(quantize_activations(pool, x, plan));
-  if (plan.tile && plan.tile->block_sums) PAGODA_TRY(sum_activation_blocks(pool, plan));
   if (plan.tile) {
+    plan_tiles(pool.size(), plan);
     tile_scratch_.resize(static_cast<size_t>(pool.size()));
     for (Scratch& s : tile_scratch_) {
-      if (s.reserve(tile_scratch_bytes(plan.n_in)) == nullptr) {
+      if (s.reserve(plan.scratch_bytes) == nullptr) {
         return resource_exhausted("matmul: cannot allocate tile scratch");
       }
     }
@@ -85,10 +101,12 @@ Status Matmul::run(ThreadPool& pool, const TensorView& w, const TensorView& x, c
   return {};
 }
 
-bool Matmul::use_tiled(const TileKernel* tile, int64_t n_out, int64_t n_tokens) const {
+bool Matmul::use_tiled(const TileKernel* tile, int64_t n_out) const {
   if (tile == nullptr) return false;
-  if (mirror_reference_) return tile->mirrors_reference && (!tile->needs_rows_of_8 || n_out % 8 == 0);
-  return n_tokens >= kTiledMinTokens;
+  if (numerics_ == CpuNumerics::kReference) {
+    return tile->mirrors_reference && (!tile->needs_rows_of_8 || n_out % 8 == 0);
+  }
+  return true;  // batch invariance: the same kernel, so the same sums, for every batch size
 }
 
 Status Matmul::quantize_activations(ThreadPool& pool, const TensorView& x, Plan& plan) {
@@ -102,32 +120,57 @@ Status Matmul::quantize_activations(ThreadPool& pool, const TensorView& x, Plan&
   std::byte* dst = activations_.reserve(plan.a_stride * static_cast<size_t>(plan.n_tokens));
   if (dst == nullptr) return resource_exhausted("matmul: cannot allocate activation scratch");
   plan.a = dst;
+  PAGODA_TRY(reserve_block_data(plan));
   parallel_rows(pool, plan.n_tokens, plan.n_in, [&](int64_t begin, int64_t end) {
     for (int64_t t = begin; t < end; ++t) {
       kernel.quantize(x.row<const float>(t), dst + static_cast<size_t>(t) * plan.a_stride, plan.n_in);
+      describe_blocks(plan, t);
     }
   });
   return {};
 }
 
-Status Matmul::sum_activation_blocks(ThreadPool& pool, Plan& plan) {
-  // Q8_0 blocks: the sum of each block's 32 quants, exact in int32.
-  const int64_t n_blocks = plan.n_in / 32;
-  int32_t* sums = reinterpret_cast<int32_t*>(
-      block_sums_.reserve(sizeof(int32_t) * static_cast<size_t>(n_blocks * plan.n_tokens)));
-  if (sums == nullptr) return resource_exhausted("matmul: cannot allocate activation sums");
-  parallel_rows(pool, plan.n_tokens, plan.n_in, [&](int64_t begin, int64_t end) {
-    for (int64_t t = begin; t < end; ++t) {
-      const auto* blocks = reinterpret_cast<const quant::BlockQ8_0*>(plan.a + static_cast<size_t>(t) * plan.a_stride);
-      for (int64_t b = 0; b < n_blocks; ++b) {
-        int32_t sum = 0;
-        for (int i = 0; i < quant::kQK; ++i) sum += blocks[b].qs[i];
-        sums[t * n_blocks + b] = sum;
-      }
-    }
-  });
-  plan.a_sums = sums;
+Status Matmul::reserve_block_data(Plan& plan) {
+  const bool sums = plan.tile != nullptr && plan.tile->block_sums;
+  const bool scales = plan.tile != nullptr && plan.tile->block_scales &&
+                      (plan.kernel->activation == DType::Q8_0 || plan.kernel->activation == DType::Q8_1);
+  const size_t n_blocks = static_cast<size_t>(plan.n_in / quant::kQK), n_tokens = static_cast<size_t>(plan.n_tokens);
+  if (sums) {
+    plan.a_sums = reinterpret_cast<int32_t*>(block_sums_.reserve(sizeof(int32_t) * n_blocks * n_tokens));
+    if (plan.a_sums == nullptr) return resource_exhausted("matmul: cannot allocate activation sums");
+  }
+  if (scales) {
+    plan.a_scales_stride = (plan.kernel->activation == DType::Q8_1 ? 2 : 1) * n_blocks;
+    plan.a_scales = reinterpret_cast<float*>(block_scales_.reserve(sizeof(float) * plan.a_scales_stride * n_tokens));
+    if (plan.a_scales == nullptr) return resource_exhausted("matmul: cannot allocate activation scales");
+  }
   return {};
+}
+
+void Matmul::describe_blocks(const Plan& plan, int64_t t) {
+  const int64_t n_blocks = plan.n_in / quant::kQK;
+  const std::byte* row = plan.a + static_cast<size_t>(t) * plan.a_stride;
+  if (plan.a_sums != nullptr) {  // Q8_0: the sum of each block's 32 quants, exact in int32
+    const auto* blocks = reinterpret_cast<const quant::BlockQ8_0*>(row);
+    int32_t* sums = plan.a_sums + t * n_blocks;
+    for (int64_t b = 0; b < n_blocks; ++b) {
+      int32_t sum = 0;
+      for (int i = 0; i < quant::kQK; ++i) sum += blocks[b].qs[i];
+      sums[b] = sum;
+    }
+  }
+  if (plan.a_scales == nullptr) return;
+  float* scales = plan.a_scales + static_cast<size_t>(t) * plan.a_scales_stride;
+  if (plan.kernel->activation == DType::Q8_1) {  // d then s, as f32 (exactly)
+    const auto* blocks = reinterpret_cast<const quant::BlockQ8_1*>(row);
+    for (int64_t b = 0; b < n_blocks; ++b) {
+      scales[2 * b] = fp16_to_f32(blocks[b].d);
+      scales[2 * b + 1] = fp16_to_f32(blocks[b].s);
+    }
+  } else {
+    const auto* blocks = reinterpret_cast<const quant::BlockQ8_0*>(row);
+    for (int64_t b = 0; b < n_blocks; ++b) scales[b] = fp16_to_f32(blocks[b].d);
+  }
 }
 
 void Matmul::run_rows(ThreadPool& pool, const Plan& plan) {
@@ -152,35 +195,57 @@ void Matmul::run_rows(ThreadPool& pool, const Plan& plan) {
   });
 }
 
-void Matmul::run_tiled(ThreadPool& pool, const Plan& plan) {
+void Matmul::plan_tiles(int n_threads, Plan& plan) {
+  const int64_t threads = n_threads;
+  if (plan.tile->repacks_rows) {
+    // Panels of rows, each repacked once and run against every token, the tokens in
+    // passes whose activations stay in L2 beside the repacked panel.
+    const size_t repacked_row = tile_scratch_bytes(plan.n_in) / 8;
+    const int64_t by_cache = std::max<int64_t>(static_cast<int64_t>(kWeightPanelBytes / repacked_row) / 8 * 8, 8);
+    const int64_t by_balance = round_up((plan.n_out + kPanelsPerThread * threads - 1) / (kPanelsPerThread * threads), 8);
+    plan.panel_rows = std::min({by_cache, by_balance, int64_t{256}});
+    plan.tile_tokens = plan.n_tokens;
+    plan.cols_per_pass = std::max<int64_t>(static_cast<int64_t>(kTileActivationBytes / plan.a_stride) / 4 * 4, 4);
+    plan.scratch_bytes = static_cast<size_t>((plan.panel_rows + 7) / 8) * tile_scratch_bytes(plan.n_in);
+    return;
+  }
   // Panels of weight rows that fit in L2, times tiles of tokens whose activations do too.
-  const int64_t tile_tokens = std::clamp<int64_t>(
-      static_cast<int64_t>(kTileActivationBytes / plan.a_stride) / 4 * 4, 8, kMaxTileTokens);
+  plan.tile_tokens = std::clamp<int64_t>(static_cast<int64_t>(kTileActivationBytes / plan.a_stride) / 4 * 4, 8, kMaxTileTokens);
   int64_t panel = static_cast<int64_t>(kWeightPanelBytes / std::max<size_t>(plan.w_stride, 1));
   panel = std::clamp<int64_t>(panel / 8 * 8, 8, 256);
-  const int64_t by_balance = round_up(std::max<int64_t>(plan.n_out / (2 * static_cast<int64_t>(pool.size())), 1), 8);
-  if (plan.n_tokens <= tile_tokens) panel = std::min(panel, by_balance);
-  const int64_t n_panels = (plan.n_out + panel - 1) / panel;
-  const int64_t n_token_tiles = (plan.n_tokens + tile_tokens - 1) / tile_tokens;
+  const int64_t by_balance = round_up(std::max<int64_t>(plan.n_out / (2 * threads), 1), 8);
+  if (plan.n_tokens <= plan.tile_tokens) panel = std::min(panel, by_balance);
+  plan.panel_rows = panel;
+  plan.cols_per_pass = 0;
+  plan.scratch_bytes = tile_scratch_bytes(plan.n_in);
+}
 
+void Matmul::run_tiled(ThreadPool& pool, const Plan& plan) {
+  const int64_t n_panels = (plan.n_out + plan.panel_rows - 1) / plan.panel_rows;
+  const int64_t n_token_tiles = (plan.n_tokens + plan.tile_tokens - 1) / plan.tile_tokens;
   pool.parallel_for(n_panels * n_token_tiles, [&](int64_t task, int thread) {
-    const int64_t r0 = (task / n_token_tiles) * panel;
-    const int64_t t0 = (task % n_token_tiles) * tile_tokens;
+    const int64_t r0 = (task / n_token_tiles) * plan.panel_rows;
+    const int64_t t0 = (task % n_token_tiles) * plan.tile_tokens;
     TileJob job;
     job.n_in = plan.n_in;
     job.w = plan.w + static_cast<size_t>(r0) * plan.w_stride;
     job.w_stride = plan.w_stride;
-    job.n_rows = std::min(panel, plan.n_out - r0);
+    job.n_rows = std::min(plan.panel_rows, plan.n_out - r0);
     job.a = plan.a + static_cast<size_t>(t0) * plan.a_stride;
     job.a_stride = plan.a_stride;
-    job.n_cols = std::min(tile_tokens, plan.n_tokens - t0);
+    job.n_cols = std::min(plan.tile_tokens, plan.n_tokens - t0);
     job.y = plan.y + static_cast<size_t>(t0) * plan.y_stride + static_cast<size_t>(r0);
     job.y_stride = plan.y_stride;
     job.scratch = tile_scratch_[static_cast<size_t>(thread)].reserve(0);
     if (plan.a_sums != nullptr) {
-      job.a_sums_stride = static_cast<size_t>(plan.n_in / 32);
+      job.a_sums_stride = static_cast<size_t>(plan.n_in / quant::kQK);
       job.a_sums = plan.a_sums + static_cast<size_t>(t0) * job.a_sums_stride;
     }
+    if (plan.a_scales != nullptr) {
+      job.a_scales_stride = plan.a_scales_stride;
+      job.a_scales = plan.a_scales + static_cast<size_t>(t0) * job.a_scales_stride;
+    }
+    job.cols_per_pass = plan.cols_per_pass;
     plan.tile->run(job);
   });
 }

@@ -8,19 +8,29 @@
 //    once, dotting each with every token through the quant layer's dot kernels;
 //  - tiled: tiles of weight rows x tokens, each computed by a register-blocked
 //    micro-kernel (matmul_tiles.h) so that weights are reused from cache across tokens.
+//    The strip kernels, which first repack 8 rows at a time into a SIMD-friendly layout,
+//    get panels of rows (a few per thread, each small enough to stay in L2 repacked)
+//    against every token, so that each row is repacked once per matmul; a single token
+//    (decoding) reads the rows as stored instead.
 //
-// Which one kAuto takes: the models must reproduce the reference build's
-// log-probabilities, and tiny f32 rounding differences flip 8-bit activation roundings
-// downstream, so by default every type takes the schedule whose f32 arithmetic matches
-// the reference's kernel for it: tiled at any batch size for Q8_0, Q5_0, Q4_1, Q5_1 (pair
-// kernels) and for Q4_0, IQ4_NL, Q4_K with n_out % 8 == 0 (strip kernels, as the
-// reference repacks them), rows otherwise. With mirror_reference off, every type with a tiled
-// kernel takes it from kTiledMinTokens tokens on: faster, same integer math, f32 sums
-// in another order.
+// Which one kAuto takes depends on the numerics (backend/cpu/cpu_backend.h):
+//  - kFast: every type with a tiled kernel takes it at every batch size, a single token
+//    included (the kernels' single-token path sums in the order of their many-token one),
+//    the others the rows schedule. Either way each result is one dot product of a weight
+//    row with an activation row, computed whole by one thread in one fixed order: it does
+//    not depend on the batch, on where the token and row fall in tiles, nor on the thread
+//    count (tests/backend/matmul_invariance_test.cpp).
+//  - kReference: the models must reproduce the reference build's log-probabilities, and
+//    tiny f32 rounding differences flip 8-bit activation roundings downstream, so every
+//    type takes the schedule whose f32 arithmetic matches the reference's kernel for it:
+//    tiled at any batch size for Q8_0, Q5_0, Q4_1, Q5_1 (pair kernels) and for Q4_0,
+//    IQ4_NL, Q4_K with n_out % 8 == 0 (strip kernels, as the reference repacks them),
+//    rows otherwise.
 
 #include <vector>
 
 #include "backend/cpu/aligned_memory.h"
+#include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/matmul_tiles.h"
 #include "backend/tensor.h"
 #include "core/status.h"
@@ -33,31 +43,30 @@ enum class MatmulSchedule { kAuto, kRows, kTiled };
 
 class Matmul {
  public:
-  explicit Matmul(quant::Isa isa, bool mirror_reference = true)
-      : isa_(isa), mirror_reference_(mirror_reference) {}
+  explicit Matmul(quant::Isa isa, CpuNumerics numerics = CpuNumerics::kFast) : isa_(isa), numerics_(numerics) {}
 
   // w: [n_out][n_in] of a weight type; x: [n][n_in] f32; y: [n][n_out] f32 (rows of x and y
   // may be strided). kTiled fails for a type with no tiled kernel on this ISA.
   Status run(ThreadPool& pool, const TensorView& w, const TensorView& x, const TensorView& y,
              MatmulSchedule schedule = MatmulSchedule::kAuto);
 
-  // Fewest tokens for which kAuto takes the tiled schedule (when a tiled kernel exists).
-  static constexpr int64_t kTiledMinTokens = 4;
-
  private:
   struct Plan;
   Status quantize_activations(ThreadPool& pool, const TensorView& x, Plan& plan);
-  Status sum_activation_blocks(ThreadPool& pool, Plan& plan);
+  Status reserve_block_data(Plan& plan);
+  static void describe_blocks(const Plan& plan, int64_t token);
   void run_rows(ThreadPool& pool, const Plan& plan);
+  static void plan_tiles(int n_threads, Plan& plan);
   void run_tiled(ThreadPool& pool, const Plan& plan);
 
-  bool use_tiled(const TileKernel* tile, int64_t n_out, int64_t n_tokens) const;
+  bool use_tiled(const TileKernel* tile, int64_t n_out) const;
 
   quant::Isa isa_;
-  bool mirror_reference_;
+  CpuNumerics numerics_;
   Scratch activations_;  // quantized rows of x: [n][row_bytes(activation, n_in)]
-  Scratch block_sums_;   // [n][n_in / 32] int32, for tile kernels that want them
-  std::vector<Scratch> tile_scratch_;  // per thread: one repacked strip of 8 weight rows
+  Scratch block_sums_;    // [n][n_in / 32] int32, for tile kernels that want them
+  Scratch block_scales_;  // [n][n_in / 32 or 2 * n_in / 32] f32, for tile kernels that want them
+  std::vector<Scratch> tile_scratch_;  // per thread: the repacked rows of a panel
 };
 
 }  // namespace pagoda::backend::cpu

@@ -12,6 +12,7 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 
@@ -91,6 +92,19 @@ inline __m256i row_totals(const __m256i p[8]) {
                           _mm256_permute2x128_si256(h0123, h4567, 0x31));
 }
 
+// The same for 4 int32 lanes per row: lane r of the result sums the 4 lanes of p[r].
+inline __m256i row_totals(const __m128i p[8]) {
+  // Row r beside row r + 4, then two rounds of pairwise sums.
+  const __m256i h01 = _mm256_hadd_epi32(_mm256_set_m128i(p[4], p[0]), _mm256_set_m128i(p[5], p[1]));
+  const __m256i h23 = _mm256_hadd_epi32(_mm256_set_m128i(p[6], p[2]), _mm256_set_m128i(p[7], p[3]));
+  return _mm256_hadd_epi32(h01, h23);
+}
+
+// int16 number i (0..7) of each 128-bit half of v, in every int16 of that half.
+inline __m256i broadcast_i16(__m256i v, int i) {
+  return _mm256_shuffle_epi8(v, _mm256_set1_epi16(static_cast<int16_t>((2 * i + 1) << 8 | 2 * i)));
+}
+
 template <typename Block>
 const Block* weight_row(const TileJob& job, int64_t row) {
   return reinterpret_cast<const Block*>(job.w + static_cast<size_t>(row) * job.w_stride);
@@ -98,6 +112,57 @@ const Block* weight_row(const TileJob& job, int64_t row) {
 template <typename Block>
 const Block* activation_row(const TileJob& job, int64_t col) {
   return reinterpret_cast<const Block*>(job.a + static_cast<size_t>(col) * job.a_stride);
+}
+
+// The 8 weight rows of a strip from `row`, for kernels that read them as stored: rows
+// past n_rows repeat the last real one, so that no load leaves the tensor and no branch
+// is needed (their lanes are computed, then never stored).
+template <typename Block>
+void strip_rows(const TileJob& job, int64_t row, int n_rows, const Block* (&w)[kStripRows]) {
+  for (int r = 0; r < kStripRows; ++r) w[r] = weight_row<Block>(job, row + (r < n_rows ? r : n_rows - 1));
+}
+
+// The f16 at byte `offset` of block b of each of the 8 rows, as floats (lane r: row r).
+template <typename Block>
+__m256 strip_halves(const Block* const* w, int64_t b, size_t offset) {
+  uint16_t h[kStripRows];
+  for (int r = 0; r < kStripRows; ++r) std::memcpy(&h[r], reinterpret_cast<const char*>(&w[r][b]) + offset, 2);
+  // Built in registers: a 16-byte load right after eight 2-byte stores would stall.
+  return _mm256_cvtph_ps(_mm_setr_epi16(static_cast<int16_t>(h[0]), static_cast<int16_t>(h[1]),
+                                        static_cast<int16_t>(h[2]), static_cast<int16_t>(h[3]),
+                                        static_cast<int16_t>(h[4]), static_cast<int16_t>(h[5]),
+                                        static_cast<int16_t>(h[6]), static_cast<int16_t>(h[7])));
+}
+
+// The two adjacent f16 at byte `offset` of block b of each of the 8 rows (d and m of
+// Q4_1 / Q5_1, d and dmin of the k-quants), as floats (lane r: row r).
+template <typename Block>
+void strip_half_pairs(const Block* const* w, int64_t b, size_t offset, __m256& first, __m256& second) {
+  uint32_t pair[kStripRows];
+  for (int r = 0; r < kStripRows; ++r) std::memcpy(&pair[r], reinterpret_cast<const char*>(&w[r][b]) + offset, 4);
+  const __m256i v = _mm256_setr_epi32(static_cast<int>(pair[0]), static_cast<int>(pair[1]), static_cast<int>(pair[2]),
+                                      static_cast<int>(pair[3]), static_cast<int>(pair[4]), static_cast<int>(pair[5]),
+                                      static_cast<int>(pair[6]), static_cast<int>(pair[7]));
+  // Per 128-bit half: rows' first halves, then their second halves; then rows 0..7 of
+  // each in one 128-bit half.
+  const __m256i halves = _mm256_packus_epi32(_mm256_and_si256(v, _mm256_set1_epi32(0xffff)), _mm256_srli_epi32(v, 16));
+  const __m256i ordered = _mm256_permute4x64_epi64(halves, 0xd8);  // 64-bit groups 0, 2, 1, 3
+  first = _mm256_cvtph_ps(_mm256_castsi256_si128(ordered));
+  second = _mm256_cvtph_ps(_mm256_extracti128_si256(ordered, 1));
+}
+
+// Decoding streams every weight once from memory: while a strip is multiplied, ask for the
+// same bytes of the next strip (8 rows on), so that their loads overlap this arithmetic. A
+// prefetch never faults, so the address (an integer: it may lie past the tensor) needs no
+// check.
+inline void prefetch_next_strip(const TileJob& job, const void* p) {
+  const uintptr_t ahead = reinterpret_cast<uintptr_t>(p) + kStripRows * job.w_stride;
+  _mm_prefetch(reinterpret_cast<const char*>(ahead), _MM_HINT_T0);
+}
+
+// The f32 scales of token `col`'s activation blocks (TileJob::a_scales).
+inline const float* activation_scales(const TileJob& job, int64_t col) {
+  return job.a_scales + static_cast<size_t>(col) * job.a_scales_stride;
 }
 
 // Writes the 8 row results of token `col` (the first `n_rows` of them).
@@ -115,33 +180,46 @@ inline void store_strip(const TileJob& job, int64_t row, int64_t col, int n_rows
 // Runs a Format over the tile: Format::Strip is the repacked form of one block (or
 // super-block) of 8 rows, Format::repack(job, row, n_rows, strip) fills a strip's blocks
 // (rows past n_rows are zero), Format::multiply<C>(job, strip, col, acc) accumulates C
-// tokens' results. Fewer than kStripCols tokens (decoding) skip the repacking when the
+// tokens' results. Every strip of the tile is repacked once, into scratch, then passes
+// over the tokens job.cols_per_pass at a time (those activations stay in L2 while every
+// strip reads them). Fewer than kStripCols tokens (decoding) skip the repacking when the
 // Format has gemv(job, row, n_rows, col): the same f32 steps as multiply<1>, reading the
 // blocks as stored and summing each row's integer lanes instead.
 template <class Format>
 void run_strips(const TileJob& job) {
   using Strip = typename Format::Strip;
   constexpr bool kHasGemv = requires(const TileJob& j) { Format::gemv(j, int64_t{0}, 0, int64_t{0}); };
-  Strip* strip = reinterpret_cast<Strip*>(job.scratch);
-  for (int64_t row = 0; row < job.n_rows; row += kStripRows) {
-    const int n_rows = static_cast<int>(job.n_rows - row < kStripRows ? job.n_rows - row : kStripRows);
-    if constexpr (kHasGemv) {
-      if (job.n_cols < kStripCols) {
-        for (int64_t col = 0; col < job.n_cols; ++col) store_strip(job, row, col, n_rows, Format::gemv(job, row, n_rows, col));
-        continue;
+  const auto rows_at = [&](int64_t row) { return static_cast<int>(std::min<int64_t>(job.n_rows - row, kStripRows)); };
+  if constexpr (kHasGemv) {
+    if (job.n_cols < kStripCols) {
+      for (int64_t row = 0; row < job.n_rows; row += kStripRows) {
+        for (int64_t col = 0; col < job.n_cols; ++col) store_strip(job, row, col, rows_at(row), Format::gemv(job, row, rows_at(row), col));
       }
+      return;
     }
-    Format::repack(job, row, n_rows, strip);
-    int64_t col = 0;
-    for (; col + kStripCols <= job.n_cols; col += kStripCols) {
-      __m256 acc[kStripCols];
-      Format::template multiply<kStripCols>(job, strip, col, acc);
-      for (int j = 0; j < kStripCols; ++j) store_strip(job, row, col + j, n_rows, acc[j]);
-    }
-    for (; col < job.n_cols; ++col) {
-      __m256 acc[1];
-      Format::template multiply<1>(job, strip, col, acc);
-      store_strip(job, row, col, n_rows, acc[0]);
+  }
+  // Strip s of the tile starts at strips + s * strip_length.
+  Strip* strips = reinterpret_cast<Strip*>(job.scratch);
+  const int64_t strip_length = static_cast<int64_t>(tile_scratch_bytes(job.n_in) / sizeof(Strip));
+  for (int64_t row = 0; row < job.n_rows; row += kStripRows) {
+    Format::repack(job, row, rows_at(row), strips + row / kStripRows * strip_length);
+  }
+  const int64_t pass = job.cols_per_pass > 0 ? job.cols_per_pass : job.n_cols;
+  for (int64_t first = 0; first < job.n_cols; first += pass) {
+    const int64_t last = std::min(first + pass, job.n_cols);
+    for (int64_t row = 0; row < job.n_rows; row += kStripRows) {
+      const Strip* strip = strips + row / kStripRows * strip_length;
+      int64_t col = first;
+      for (; col + kStripCols <= last; col += kStripCols) {
+        __m256 acc[kStripCols];
+        Format::template multiply<kStripCols>(job, strip, col, acc);
+        for (int j = 0; j < kStripCols; ++j) store_strip(job, row, col + j, rows_at(row), acc[j]);
+      }
+      for (; col < last; ++col) {
+        __m256 acc[1];
+        Format::template multiply<1>(job, strip, col, acc);
+        store_strip(job, row, col, rows_at(row), acc[0]);
+      }
     }
   }
 }

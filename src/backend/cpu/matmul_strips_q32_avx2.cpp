@@ -3,6 +3,8 @@
 // times d_w * d_a, accumulated in f32; Q4_1 / Q5_1 add m_w * s_a. These are the sums
 // and products of the reference dot kernels; only the order of f32 additions differs.
 
+#include <cstddef>
+
 #include "backend/cpu/matmul_strip_avx2.h"
 #include "quant/blocks.h"
 
@@ -80,14 +82,6 @@ void repack32(const TileJob& job, int64_t row, int n_rows, Strip32* strip) {
 // Symmetric formats: signed values, |w| * sign(a, w) through maddubs. int16 partial sums
 // are carried over kChunks steps of 4 values before widening (kChunks * 2 * |w|max * 127
 // must stay below 32768).
-// The 8 rows' block scales d_w as f32 (0 past n_rows).
-template <class Block>
-__m256 block_scales(const Block* const* w, int n_rows, int64_t b) {
-  alignas(32) float d[kStripRows] = {};
-  for (int r = 0; r < n_rows; ++r) d[r] = half_to_float(w[r][b].d);
-  return _mm256_load_ps(d);
-}
-
 template <class Values, int kChunks>
 struct SignedFormat {
   using Strip = Strip32;
@@ -96,18 +90,19 @@ struct SignedFormat {
   }
   static __m256 gemv(const TileJob& job, int64_t row, int n_rows, int64_t col) {
     using Block = typename Values::Block;
-    const Block* w[kStripRows] = {};
-    for (int r = 0; r < n_rows; ++r) w[r] = weight_row<Block>(job, row + r);
+    const Block* w[kStripRows];
+    strip_rows(job, row, n_rows, w);
     const BlockQ8_0* a = activation_row<BlockQ8_0>(job, col);
     __m256 acc = _mm256_setzero_ps();
     for (int64_t b = 0; b < job.n_in / quant::kQK; ++b) {
       const __m256i av = load256(a[b].qs);
       __m256i sums[kStripRows];
       for (int r = 0; r < kStripRows; ++r) {
-        const __m256i wv = r < n_rows ? Values::values(w[r][b]) : _mm256_setzero_si256();
+        prefetch_next_strip(job, &w[r][b]);
+        const __m256i wv = Values::values(w[r][b]);
         sums[r] = quad_sums(_mm256_maddubs_epi16(_mm256_sign_epi8(wv, wv), _mm256_sign_epi8(av, wv)));
       }
-      const __m256 scale = _mm256_mul_ps(block_scales(w, n_rows, b), _mm256_set1_ps(half_to_float(a[b].d)));
+      const __m256 scale = _mm256_mul_ps(strip_halves(w, b, offsetof(Block, d)), _mm256_set1_ps(half_to_float(a[b].d)));
       acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(row_totals(sums)), scale, acc);
     }
     return acc;
@@ -115,8 +110,10 @@ struct SignedFormat {
   template <int C>
   static void multiply(const TileJob& job, const Strip* strip, int64_t col, __m256* acc) {
     const BlockQ8_0* a[C];
+    const float* scales[C];
     for (int j = 0; j < C; ++j) {
       a[j] = activation_row<BlockQ8_0>(job, col + j);
+      scales[j] = activation_scales(job, col + j);
       acc[j] = _mm256_setzero_ps();
     }
     for (int64_t b = 0; b < job.n_in / quant::kQK; ++b) {
@@ -137,7 +134,7 @@ struct SignedFormat {
       }
       const __m256 d = _mm256_loadu_ps(strip[b].d);
       for (int j = 0; j < C; ++j) {
-        const __m256 scale = _mm256_mul_ps(d, _mm256_set1_ps(half_to_float(a[j][b].d)));
+        const __m256 scale = _mm256_mul_ps(d, _mm256_broadcast_ss(scales[j] + b));
         acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum[j]), scale, acc[j]);
       }
     }
@@ -154,8 +151,8 @@ struct OffsetFormat {
   }
   static __m256 gemv(const TileJob& job, int64_t row, int n_rows, int64_t col) {
     using Block = typename Values::Block;
-    const Block* w[kStripRows] = {};
-    for (int r = 0; r < n_rows; ++r) w[r] = weight_row<Block>(job, row + r);
+    const Block* w[kStripRows];
+    strip_rows(job, row, n_rows, w);
     const BlockQ8_0* a = activation_row<BlockQ8_0>(job, col);
     const int32_t* a_sums = job.a_sums + static_cast<size_t>(col) * job.a_sums_stride;
     __m256 acc = _mm256_setzero_ps();
@@ -163,11 +160,11 @@ struct OffsetFormat {
       const __m256i av = load256(a[b].qs);
       __m256i sums[kStripRows];
       for (int r = 0; r < kStripRows; ++r) {
-        const __m256i wv = r < n_rows ? Values::values(w[r][b]) : _mm256_setzero_si256();
-        sums[r] = quad_sums(_mm256_maddubs_epi16(wv, av));
+        prefetch_next_strip(job, &w[r][b]);
+        sums[r] = quad_sums(_mm256_maddubs_epi16(Values::values(w[r][b]), av));
       }
       const __m256i exact = _mm256_add_epi32(row_totals(sums), _mm256_set1_epi32(-Values::kOffset * a_sums[b]));
-      const __m256 scale = _mm256_mul_ps(block_scales(w, n_rows, b), _mm256_set1_ps(half_to_float(a[b].d)));
+      const __m256 scale = _mm256_mul_ps(strip_halves(w, b, offsetof(Block, d)), _mm256_set1_ps(half_to_float(a[b].d)));
       acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(exact), scale, acc);
     }
     return acc;
@@ -176,9 +173,11 @@ struct OffsetFormat {
   static void multiply(const TileJob& job, const Strip* strip, int64_t col, __m256* acc) {
     const BlockQ8_0* a[C];
     const int32_t* sums[C];
+    const float* scales[C];
     for (int j = 0; j < C; ++j) {
       a[j] = activation_row<BlockQ8_0>(job, col + j);
       sums[j] = job.a_sums + static_cast<size_t>(col + j) * job.a_sums_stride;
+      scales[j] = activation_scales(job, col + j);
       acc[j] = _mm256_setzero_ps();
     }
     for (int64_t b = 0; b < job.n_in / quant::kQK; ++b) {
@@ -197,7 +196,7 @@ struct OffsetFormat {
       }
       const __m256 d = _mm256_loadu_ps(strip[b].d);
       for (int j = 0; j < C; ++j) {
-        const __m256 scale = _mm256_mul_ps(d, _mm256_set1_ps(half_to_float(a[j][b].d)));
+        const __m256 scale = _mm256_mul_ps(d, _mm256_broadcast_ss(scales[j] + b));
         acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum[j]), scale, acc[j]);
       }
     }
@@ -211,11 +210,35 @@ struct MinFormat {
   static void repack(const TileJob& job, int64_t row, int n_rows, Strip* strip) {
     repack32<Values, true>(job, row, n_rows, strip);
   }
+  static __m256 gemv(const TileJob& job, int64_t row, int n_rows, int64_t col) {
+    using Block = typename Values::Block;
+    const Block* w[kStripRows];
+    strip_rows(job, row, n_rows, w);
+    const BlockQ8_1* a = activation_row<BlockQ8_1>(job, col);
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t b = 0; b < job.n_in / quant::kQK; ++b) {
+      const __m256i av = load256(a[b].qs);
+      __m256i sums[kStripRows];
+      for (int r = 0; r < kStripRows; ++r) {
+        prefetch_next_strip(job, &w[r][b]);
+        sums[r] = quad_sums(_mm256_maddubs_epi16(Values::values(w[r][b]), av));
+      }
+      static_assert(offsetof(Block, m) == offsetof(Block, d) + sizeof(quant::half));
+      __m256 d, m;
+      strip_half_pairs(w, b, offsetof(Block, d), d, m);
+      const __m256 scale = _mm256_mul_ps(d, _mm256_set1_ps(half_to_float(a[b].d)));
+      acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(row_totals(sums)), scale, acc);
+      acc = _mm256_fmadd_ps(m, _mm256_set1_ps(half_to_float(a[b].s)), acc);
+    }
+    return acc;
+  }
   template <int C>
   static void multiply(const TileJob& job, const Strip* strip, int64_t col, __m256* acc) {
     const BlockQ8_1* a[C];
+    const float* scales[C];  // d and s of each block
     for (int j = 0; j < C; ++j) {
       a[j] = activation_row<BlockQ8_1>(job, col + j);
+      scales[j] = activation_scales(job, col + j);
       acc[j] = _mm256_setzero_ps();
     }
     for (int64_t b = 0; b < job.n_in / quant::kQK; ++b) {
@@ -234,9 +257,9 @@ struct MinFormat {
       }
       const __m256 d = _mm256_loadu_ps(strip[b].d), m = _mm256_loadu_ps(strip[b].m);
       for (int j = 0; j < C; ++j) {
-        const __m256 scale = _mm256_mul_ps(d, _mm256_set1_ps(half_to_float(a[j][b].d)));
+        const __m256 scale = _mm256_mul_ps(d, _mm256_broadcast_ss(scales[j] + 2 * b));
         acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum[j]), scale, acc[j]);
-        acc[j] = _mm256_fmadd_ps(m, _mm256_set1_ps(half_to_float(a[j][b].s)), acc[j]);
+        acc[j] = _mm256_fmadd_ps(m, _mm256_broadcast_ss(scales[j] + 2 * b + 1), acc[j]);
       }
     }
   }

@@ -2,18 +2,19 @@
 
 namespace pagoda::backend::cpu {
 
-const TileKernel* find_tile_kernel(DType weight, quant::Isa isa, bool mirror_reference) {
+const TileKernel* find_tile_kernel(DType weight, quant::Isa isa, CpuNumerics numerics) {
+  const bool mirror_reference = numerics == CpuNumerics::kReference;
   // The reference repacks Q4_0, IQ4_NL and Q4_K into 8-row groups on AVX2 and multiplies
   // them as the strip kernels do; Q8_0, Q5_0, Q4_1 and Q5_1 it multiplies pair by pair,
   // as the pair kernels do (faster strip kernels exist for them, with other f32 rounding);
   // the other types go through its row-by-row dot products.
   static constexpr TileKernel kQ8_0Pairs{avx2::pairs_q8_0, false, true, false}, kQ5_0Pairs{avx2::pairs_q5_0, false, true, false},
       kQ4_1Pairs{avx2::pairs_q4_1, false, true, false}, kQ5_1Pairs{avx2::pairs_q5_1, false, true, false},
-      kQ8_0{avx2::tile_q8_0, false, false, false}, kQ4_0{avx2::tile_q4_0, true, true, true},
-      kQ5_0{avx2::tile_q5_0, true, false, false}, kIQ4_NL{avx2::tile_iq4_nl, false, true, true},
-      kQ4_1{avx2::tile_q4_1, false, false, false}, kQ5_1{avx2::tile_q5_1, false, false, false},
-      kQ4_K{avx2::tile_q4_K, false, true, true}, kQ5_K{avx2::tile_q5_K, false, false, false},
-      kQ6_K{avx2::tile_q6_K, false, false, false};
+      kQ8_0{avx2::tile_q8_0, false, false, false, true, true}, kQ4_0{avx2::tile_q4_0, true, true, true, true, true},
+      kQ5_0{avx2::tile_q5_0, true, false, false, true, true}, kIQ4_NL{avx2::tile_iq4_nl, false, true, true, true, true},
+      kQ4_1{avx2::tile_q4_1, false, false, false, true, true}, kQ5_1{avx2::tile_q5_1, false, false, false, true, true},
+      kQ4_K{avx2::tile_q4_K, false, true, true, true}, kQ5_K{avx2::tile_q5_K, false, false, false, true},
+      kQ6_K{avx2::tile_q6_K, false, false, false, true};
   // Every ISA above scalar runs the AVX2 kernels.
   if (isa == quant::Isa::kScalar) return nullptr;
   switch (weight) {

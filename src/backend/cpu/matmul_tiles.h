@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "backend/cpu/cpu_backend.h"
 #include "core/dtype.h"
 #include "quant/dot.h"
 
@@ -33,9 +34,16 @@ struct TileJob {
   std::byte* scratch = nullptr;  // tile_scratch_bytes(n_in) bytes, 64-byte aligned, per thread
   const int32_t* a_sums = nullptr;  // kernels with block_sums: sum of each activation block's quants
   size_t a_sums_stride = 0;         // int32s between tokens
+  // Kernels with block_scales: each Q8_0 activation block's d, or each Q8_1 block's d then
+  // s, as f32 (read with one broadcast instead of a conversion per block and token).
+  const float* a_scales = nullptr;
+  size_t a_scales_stride = 0;       // floats between tokens
+  // Kernels that repack: tokens whose activations stay in L2 while every strip of the
+  // repacked rows passes over them (a multiple of 4; 0: all n_cols at once).
+  int64_t cols_per_pass = 0;
 };
 
-// Scratch a kernel needs for rows of n_in values (the repacked form of 8 weight rows).
+// Scratch a kernel needs per 8 weight rows of n_in values (their repacked form).
 inline size_t tile_scratch_bytes(int64_t n_in) { return static_cast<size_t>(n_in / 32) * 384 + 64; }
 
 struct TileKernel {
@@ -48,12 +56,19 @@ struct TileKernel {
   // The reference repacks this type (and so rounds this way) only for weights with a
   // multiple of 8 rows; others take its row-by-row dot products.
   bool needs_rows_of_8;
+  // Repacks its rows (8 at a time) into scratch before multiplying them: give it whole
+  // panels of rows with every token, and tile_scratch_bytes per 8 rows, so that each row
+  // is repacked once per matmul (see run_strips in matmul_strip_avx2.h).
+  bool repacks_rows = false;
+  bool block_scales = false;  // wants TileJob::a_scales
 };
 
-// The tiled kernel for `weight` on `isa` or a lower ISA, preferring one that mirrors the
-// reference's rounding when asked; nullptr where none exists (the caller then uses the
-// quant layer's row-by-row dot kernels).
-const TileKernel* find_tile_kernel(DType weight, quant::Isa isa, bool mirror_reference = false);
+// The tiled kernel for `weight` on `isa` or a lower ISA: under kFast the fastest one,
+// under kReference one that mirrors the reference's rounding where there is one; nullptr
+// where none exists (the caller then uses the quant layer's row-by-row dot kernels).
+// Every kernel returned for kFast is batch-invariant: a (row, token) result does not
+// depend on n_rows, n_cols, nor where in the tile the row and token are.
+const TileKernel* find_tile_kernel(DType weight, quant::Isa isa, CpuNumerics numerics = CpuNumerics::kFast);
 
 namespace avx2 {
 void tile_q8_0(const TileJob& job);

@@ -11,6 +11,7 @@
 #include "backend/backend.h"
 #include "core/status.h"
 #include "core/thread_pool.h"
+#include "quant/dot.h"
 
 namespace pagoda::backend::cpu {
 
@@ -24,7 +25,8 @@ Status layer_norm(ThreadPool& pool, const TensorView& x, const TensorView& weigh
                   const TensorView& bias, float eps, const TensorView& y);
 Status rope(ThreadPool& pool, const TensorView& x, std::span<const int32_t> positions,
             const RopeParams& params);
-Status silu_mul(ThreadPool& pool, const TensorView& gate, const TensorView& up,
+// isa: kScalar keeps to portable code; anything higher may use the AVX2 kernel.
+Status silu_mul(ThreadPool& pool, quant::Isa isa, const TensorView& gate, const TensorView& up,
                 const TensorView& out);
 Status gelu(ThreadPool& pool, const TensorView& x);
 

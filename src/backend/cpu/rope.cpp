@@ -26,9 +26,8 @@ void rope_angles(int32_t p, const RopeParams& params, float theta_scale, float* 
 }
 
 // One product of each output is fused into an FMA, as the reference build's compiled
-// loops do: (x0 cos - x1 sin, x1 cos + x0 sin) with the cos products fused for the normal
-// layout (its vectorized loop), (x0 cos - x1 sin, x0 sin + x1 cos) with the x0 products
-// fused for NeoX (its scalar loop).
+// loop does for both layouts: (x0 cos - x1 sin, x0 sin + x1 cos) with the x0 products
+// fused, the x1 products rounded first.
 void rotate_head(float* v, const float* cos_sin, int32_t n_dims, bool neox) {
   const int32_t half = n_dims / 2;
   for (int32_t i = 0; i < half; ++i) {
@@ -37,7 +36,7 @@ void rotate_head(float* v, const float* cos_sin, int32_t n_dims, bool neox) {
     const float c = cos_sin[2 * i], s = cos_sin[2 * i + 1];
     const float x0 = *a, x1 = *b;
     *a = std::fma(x0, c, -(x1 * s));
-    *b = neox ? std::fma(x0, s, x1 * c) : std::fma(x1, c, x0 * s);
+    *b = std::fma(x0, s, x1 * c);
   }
 }
 

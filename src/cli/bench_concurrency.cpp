@@ -1,0 +1,256 @@
+#include "cli/bench_concurrency.h"
+
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <random>
+#include <vector>
+
+#include "cli/bench_concurrency_report.h"
+#include "cli/bench_report.h"
+#include "cli/loaded_model.h"
+#include "engine/engine.h"
+
+namespace pagoda::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Each request's clock, written from the engine thread through the requests' sinks;
+// the benchmark thread waits on it to keep `concurrency` requests in flight.
+class RunTracker {
+ public:
+  explicit RunTracker(size_t n_requests) : requests_(n_requests) {}
+
+  void start() { start_ = Clock::now(); }
+  double now() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
+  void submitted(size_t i) {
+    const std::lock_guard lock(mutex_);
+    requests_[i].submitted = now();
+  }
+  void on_output(size_t i, const engine::RequestOutput& output) {
+    const std::lock_guard lock(mutex_);
+    RequestTiming& r = requests_[i];
+    if (r.first_token < 0.0 && !output.new_tokens.empty()) r.first_token = now();
+    r.n_tokens += static_cast<int32_t>(output.new_tokens.size());
+    r.n_prompt_tokens = output.n_prompt_tokens;
+    r.n_cached_prompt_tokens = output.n_cached_prompt_tokens;
+    if (output.finish == engine::FinishReason::kAbort) {
+      r.error = output.error.empty() ? "aborted" : output.error;
+    }
+    if (output.finish != engine::FinishReason::kNone) {
+      r.finished = now();
+      ++n_finished_;
+    }
+    changed_.notify_all();
+  }
+  // Waits until fewer than `limit` of the first `n_submitted` requests are unfinished.
+  void wait_in_flight_below(size_t n_submitted, size_t limit) {
+    std::unique_lock lock(mutex_);
+    changed_.wait(lock, [&] { return n_submitted - n_finished_ < limit; });
+  }
+  void wait_first_token(size_t i) {
+    std::unique_lock lock(mutex_);
+    changed_.wait(lock,
+                  [&] { return requests_[i].first_token >= 0.0 || requests_[i].finished >= 0.0; });
+  }
+  std::vector<RequestTiming> results() {
+    const std::lock_guard lock(mutex_);
+    return requests_;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  Clock::time_point start_ = Clock::now();
+  std::vector<RequestTiming> requests_;
+  size_t n_finished_ = 0;
+};
+
+class TimingSink final : public engine::RequestSink {
+ public:
+  TimingSink(RunTracker& tracker, size_t index) : tracker_(tracker), index_(index) {}
+  void on_output(engine::RequestOutput output) override { tracker_.on_output(index_, output); }
+
+ private:
+  RunTracker& tracker_;
+  size_t index_;
+};
+
+Status check_args(const ConcurrencyBenchArgs& a) {
+  if (a.concurrency <= 0 || a.prompt_len < 0 || a.gen_len <= 0 || a.shared_prefix_len < 0 ||
+      a.num_requests < 0 || a.max_batched_tokens <= 0 || a.max_running < 0) {
+    return invalid_argument(
+        "bench: --concurrency, --gen-len and --max-batched-tokens must be positive; the "
+        "other sizes may not be negative");
+  }
+  if (a.prompt_len + a.shared_prefix_len <= 0)
+    return invalid_argument("bench: the prompts are empty");
+  return Status::ok_status();
+}
+
+Expected<engine::EngineConfig> engine_config_of(const ConcurrencyBenchArgs& a) {
+  engine::EngineConfig config;
+  config.scheduler.max_batched_tokens = a.max_batched_tokens;
+  config.scheduler.max_running = a.max_running;
+  config.scheduler.max_model_len = a.shared_prefix_len + a.prompt_len + a.gen_len;
+  if (a.kv_cache_memory > 0) config.kv_memory.bytes = a.kv_cache_memory;
+  PAGODA_ASSIGN_OR_RETURN(config.kv_type, engine::parse_kv_cache_type(a.kv_cache_type));
+  return config;
+}
+
+// Prompts of random ids that are neither control nor end-of-generation tokens: the
+// shared prefix (BOS first, when the model wants one), then each request's own tokens.
+std::vector<std::vector<int32_t>> make_prompts(const ConcurrencyBenchArgs& a,
+                                               const tokenizer::Tokenizer& tokenizer, uint64_t seed,
+                                               size_t n) {
+  std::vector<int32_t> ordinary;
+  for (int32_t id = 0; id < tokenizer.n_vocab(); ++id) {
+    if (!tokenizer.is_control(id) && !tokenizer.is_eog(id)) ordinary.push_back(id);
+  }
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<size_t> pick(0, ordinary.size() - 1);
+  std::vector<int32_t> prefix;
+  if (tokenizer.add_bos() && tokenizer.bos() >= 0) prefix.push_back(tokenizer.bos());
+  while (prefix.size() < static_cast<size_t>(a.shared_prefix_len))
+    prefix.push_back(ordinary[pick(rng)]);
+  std::vector<std::vector<int32_t>> prompts(n, prefix);
+  for (std::vector<int32_t>& prompt : prompts) {
+    const size_t length = static_cast<size_t>(a.shared_prefix_len + a.prompt_len);
+    while (prompt.size() < length) prompt.push_back(ordinary[pick(rng)]);
+  }
+  return prompts;
+}
+
+engine::EngineRequest request_of(std::vector<int32_t> prompt, int gen_len) {
+  engine::EngineRequest request;
+  request.prompt = std::move(prompt);
+  request.sampling.temperature = 0.0f;  // greedy: the cheapest sampler, the same every run
+  request.stop.max_tokens = gen_len;
+  request.stop.ignore_eog = true;
+  return request;
+}
+
+// Submits the prompts keeping `concurrency` in flight; the first one alone until its
+// first token when they share a prefix. Returns the seconds from start to last finish.
+Expected<double> drive(engine::Engine& engine, const std::vector<std::vector<int32_t>>& prompts,
+                       const ConcurrencyBenchArgs& a, RunTracker& tracker) {
+  tracker.start();
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    tracker.wait_in_flight_below(i, static_cast<size_t>(a.concurrency));
+    tracker.submitted(i);
+    auto sink = std::make_shared<TimingSink>(tracker, i);
+    PAGODA_TRY(engine.add(request_of(prompts[i], a.gen_len), sink).status());
+    if (i == 0 && a.shared_prefix_len > 0) tracker.wait_first_token(0);
+  }
+  tracker.wait_in_flight_below(prompts.size(), 1);
+  return tracker.now();
+}
+
+// One short request first: pages in the weights and sizes the scratch buffers.
+Status warm_up(engine::Engine& engine, const ConcurrencyBenchArgs& a,
+               const tokenizer::Tokenizer& tokenizer) {
+  ConcurrencyBenchArgs small = a;
+  small.shared_prefix_len = 0;
+  small.prompt_len = std::max(1, std::min(a.prompt_len + a.shared_prefix_len, 32));
+  const std::vector<std::vector<int32_t>> prompt = make_prompts(small, tokenizer, a.seed + 1, 1);
+  RunTracker tracker(1);
+  small.gen_len = std::min(a.gen_len, 4);
+  PAGODA_TRY(drive(engine, prompt, small, tracker).status());
+  const std::vector<RequestTiming> done = tracker.results();
+  if (!done[0].error.empty()) return internal_error("bench: warm-up failed: " + done[0].error);
+  return Status::ok_status();
+}
+
+// What the engine did after `before` (the warm-up).
+engine::EngineStats stats_since(const engine::EngineStats& before, engine::EngineStats after) {
+  after.n_steps -= before.n_steps;
+  after.n_decode_steps -= before.n_decode_steps;
+  after.timings.forward_decode -= before.timings.forward_decode;
+  after.n_batched_tokens -= before.n_batched_tokens;
+  after.scheduler.n_prefilled_tokens -= before.scheduler.n_prefilled_tokens;
+  after.scheduler.n_decoded_tokens -= before.scheduler.n_decoded_tokens;
+  after.scheduler.n_preemptions -= before.scheduler.n_preemptions;
+  after.prefix_cache.hit_tokens -= before.prefix_cache.hit_tokens;
+  after.prefix_cache.queried_tokens -= before.prefix_cache.queried_tokens;
+  after.prefix_cache.queries -= before.prefix_cache.queries;
+  after.timings.schedule -= before.timings.schedule;
+  after.timings.forward -= before.timings.forward;
+  after.timings.postprocess -= before.timings.postprocess;
+  return after;
+}
+
+std::string model_name(const std::string& path, const LoadedModel& loaded) {
+  const ModelSummary summary = summarize_model(*loaded.file, loaded.model->config(), path);
+  return summary.filename + " (" + summary.type + ")";
+}
+
+}  // namespace
+
+void add_concurrency_options(CLI::App& command, ConcurrencyBenchArgs& args) {
+  command.add_option("--concurrency", args.concurrency,
+                     "Serving benchmark: requests in flight at once through the engine");
+  command.add_option("--num-requests", args.num_requests,
+                     "Requests in all (default: the concurrency)");
+  command
+      .add_option("--prompt-len", args.prompt_len,
+                  "Prompt tokens of each request (after the shared prefix)")
+      ->capture_default_str();
+  command.add_option("--gen-len", args.gen_len, "Tokens each request generates")
+      ->capture_default_str();
+  command
+      .add_option("--shared-prefix-len", args.shared_prefix_len, "Tokens every prompt starts with")
+      ->capture_default_str();
+  command.add_option("--max-batched-tokens", args.max_batched_tokens, "Tokens per engine step")
+      ->capture_default_str();
+  command.add_option("--max-running", args.max_running,
+                     "Requests holding KV at once (default: the concurrency)");
+  command.add_option("--kv-cache-memory", args.kv_cache_memory,
+                     "KV cache budget in bytes (default: half the available memory, capped at "
+                     "what max-running full requests use)");
+  command.add_option("--kv-cache-type", args.kv_cache_type, "KV cache type: f16, f32 or q8_0")
+      ->capture_default_str();
+  command.add_option("--seed", args.seed, "Seed of the random prompts")->capture_default_str();
+}
+
+Status run_concurrency_bench(const std::string& model_path, int threads, bool json,
+                             const ConcurrencyBenchArgs& given) {
+  PAGODA_TRY(check_args(given));
+  ConcurrencyBenchArgs a = given;
+  if (a.num_requests == 0) a.num_requests = a.concurrency;
+  if (a.max_running == 0) a.max_running = a.concurrency;
+  PAGODA_ASSIGN_OR_RETURN(const engine::EngineConfig config, engine_config_of(a));
+  // Logs go to stderr, so that --json output stays one JSON object on stdout.
+  if (!spdlog::get("pagoda")) spdlog::set_default_logger(spdlog::stderr_color_mt("pagoda"));
+  PAGODA_ASSIGN_OR_RETURN(LoadedModel loaded,
+                          load_model_file(model_path, threads, config.load_options(), true));
+  RunTracker tracker(static_cast<size_t>(a.num_requests));  // outlives the engine's sinks
+  PAGODA_ASSIGN_OR_RETURN(
+      std::unique_ptr<engine::Engine> engine,
+      engine::Engine::create(*loaded.model, *loaded.backend, *loaded.tokenizer, config));
+  PAGODA_TRY(warm_up(*engine, a, *loaded.tokenizer));
+  const engine::EngineStats before = engine->stats();
+
+  ConcurrencyRun run;
+  const auto prompts =
+      make_prompts(a, *loaded.tokenizer, a.seed, static_cast<size_t>(a.num_requests));
+  PAGODA_ASSIGN_OR_RETURN(run.seconds, drive(*engine, prompts, a, tracker));
+  run.args = a;
+  run.model = model_name(model_path, loaded);
+  run.backend = loaded.backend->name();
+  run.n_kv_blocks = engine->kv_shape().n_blocks;
+  run.block_size = engine->kv_shape().block_size;
+  run.requests = tracker.results();
+  run.engine = stats_since(before, engine->stats());
+  for (const RequestTiming& r : run.requests) {
+    if (!r.error.empty()) return internal_error("bench: a request failed: " + r.error);
+  }
+  print_concurrency_report(run, json);
+  return Status::ok_status();
+}
+
+}  // namespace pagoda::cli

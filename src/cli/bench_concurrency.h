@@ -1,0 +1,43 @@
+#pragma once
+// pagoda bench --concurrency N: an in-process serving benchmark of the Engine. Requests
+// of synthetic random prompts (seeded; no control or end-of-generation ids) each
+// generate exactly --gen-len tokens (end-of-generation ignored); N of them are in flight
+// at once, a new one submitted as soon as one finishes, until --num-requests are done.
+// Reports output tokens per second over the whole run and per-request latencies: time
+// to first token (TTFT), end to end, and time per output token after the first.
+//
+// With --shared-prefix-len L every prompt is the same L tokens followed by --prompt-len
+// tokens of its own. The first request runs alone until its first token (it computes
+// and caches the prefix); then the others are submitted, and the report compares its
+// TTFT with theirs.
+
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <string>
+
+#include "core/status.h"
+
+namespace pagoda::cli {
+
+struct ConcurrencyBenchArgs {
+  int concurrency = 0;           // requests in flight; 0: not this benchmark
+  int num_requests = 0;          // 0: as many as the concurrency
+  int prompt_len = 128;          // tokens of each prompt after the shared prefix
+  int gen_len = 128;             // tokens each request generates
+  int shared_prefix_len = 0;     // tokens every prompt starts with
+  int max_batched_tokens = 512;  // tokens per engine step
+  int max_running = 0;           // requests holding KV at once; 0: the concurrency
+  uint64_t kv_cache_memory = 0;  // bytes; 0: a share of the available memory
+  std::string kv_cache_type = "f16";
+  uint64_t seed = 1234;
+};
+
+// Registers --concurrency and the options above on `pagoda bench`.
+void add_concurrency_options(CLI::App& command, ConcurrencyBenchArgs& args);
+
+// Runs the benchmark on `model_path` with `threads` CPU threads (0: one per physical
+// core) and prints a text summary, or one JSON object when `json`.
+Status run_concurrency_bench(const std::string& model_path, int threads, bool json,
+                             const ConcurrencyBenchArgs& args);
+
+}  // namespace pagoda::cli

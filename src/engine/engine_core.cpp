@@ -1,0 +1,174 @@
+#include "engine/engine_core.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <utility>
+
+namespace pagoda::engine {
+namespace {
+
+// The blocks the budget buys for this model's KV shape (block count left at 0).
+Expected<KvBlockPlan> plan_blocks(const EngineConfig& config, const backend::KvCacheShape& shape) {
+  KvBlockLimits limits;
+  limits.block_bytes = shape.block_bytes();
+  limits.min_blocks = config.blocks_per_request();
+  limits.useful_blocks = config.useful_blocks();
+  limits.max_blocks = INT32_MAX / config.block_size;  // slot numbers stay in int32 range
+  std::optional<uint64_t> available;
+  if (!config.kv_memory.bytes) {
+    PAGODA_ASSIGN_OR_RETURN(available, available_memory_bytes());
+  }
+  return plan_kv_blocks(config.kv_memory, limits, available);
+}
+
+void log_kv_cache(const backend::KvCacheShape& shape, const KvBlockPlan& plan) {
+  spdlog::info("kv cache: {} blocks x {} tokens = {} tokens, {} ({:.1f} MiB; budget: {})",
+               shape.n_blocks, shape.block_size,
+               static_cast<int64_t>(shape.n_blocks) * shape.block_size, dtype_name(shape.type),
+               static_cast<double>(plan.bytes) / (1024.0 * 1024.0), plan.description);
+}
+
+}  // namespace
+
+Expected<std::unique_ptr<EngineCore>> EngineCore::create(model::Model& model,
+                                                         backend::Backend& backend,
+                                                         const tokenizer::Tokenizer& tokenizer,
+                                                         const EngineConfig& config) {
+  if (tokenizer.n_vocab() != model.config().n_vocab) {
+    return invalid_argument("engine: the tokenizer has " + std::to_string(tokenizer.n_vocab()) +
+                            " tokens, the model " + std::to_string(model.config().n_vocab));
+  }
+  PAGODA_ASSIGN_OR_RETURN(EngineConfig resolved, config.resolve(model.config()));
+  backend::KvCacheShape shape =
+      model::kv_cache_shape(model.config(), 0, resolved.block_size, resolved.kv_type);
+  PAGODA_ASSIGN_OR_RETURN(const KvBlockPlan plan, plan_blocks(resolved, shape));
+  shape.n_blocks = plan.n_blocks;
+  PAGODA_ASSIGN_OR_RETURN(std::unique_ptr<backend::KvStorage> storage, backend.allocate_kv(shape));
+  log_kv_cache(shape, plan);
+  const RunnerLimits limits{.max_batch_tokens = resolved.scheduler.max_batched_tokens,
+                            .max_sequences = resolved.scheduler.max_running};
+  PAGODA_ASSIGN_OR_RETURN(ModelRunner runner,
+                          ModelRunner::create(model, backend, *storage, limits));
+  return std::unique_ptr<EngineCore>(
+      new EngineCore(model, tokenizer, std::move(resolved), std::move(storage), std::move(runner)));
+}
+
+EngineCore::EngineCore(model::Model& model, const tokenizer::Tokenizer& tokenizer,
+                       EngineConfig config, std::unique_ptr<backend::KvStorage> kv_storage,
+                       ModelRunner runner)
+    : model_(&model),
+      tokenizer_(&tokenizer),
+      config_(std::move(config)),
+      kv_storage_(std::move(kv_storage)),
+      kv_(kv_storage_->shape().n_blocks, config_.block_size, config_.enable_prefix_cache),
+      scheduler_(config_.scheduler, kv_),
+      runner_(std::move(runner)) {
+  const auto max_running = static_cast<size_t>(config_.scheduler.max_running);
+  sequences_.reserve(max_running);
+  sampled_.reserve(max_running);
+  finished_.reserve(max_running);
+}
+
+Status EngineCore::check_request(const EngineRequest& request) const {
+  const int32_t max_len = config_.scheduler.max_model_len;
+  if (request.prompt.empty()) return invalid_argument("the prompt has no tokens");
+  if (request.prompt.size() >= static_cast<size_t>(max_len)) {
+    return invalid_argument("the prompt has " + std::to_string(request.prompt.size()) +
+                            " tokens; the context holds " + std::to_string(max_len) +
+                            " and at least one must be left to generate");
+  }
+  const int32_t n_vocab = model_->config().n_vocab;
+  for (const int32_t token : request.prompt) {
+    if (token < 0 || token >= n_vocab) {
+      return invalid_argument("prompt token " + std::to_string(token) +
+                              " is outside the vocabulary of " + std::to_string(n_vocab));
+    }
+  }
+  if (request.n < 1 || request.n > config_.scheduler.max_running) {
+    return invalid_argument("n must be in [1, " + std::to_string(config_.scheduler.max_running) +
+                            "], got " + std::to_string(request.n));
+  }
+  return Status::ok_status();
+}
+
+Expected<std::vector<NewRequest>> EngineCore::make_requests(EngineRequest request,
+                                                            std::shared_ptr<RequestSink> sink) {
+  if (!sink) return invalid_argument("a request needs a sink for its outputs");
+  PAGODA_TRY(check_request(request));
+  const RequestId first = next_id_.fetch_add(static_cast<RequestId>(request.n));
+  std::vector<NewRequest> made;
+  made.reserve(static_cast<size_t>(request.n));
+  for (int32_t i = 0; i < request.n; ++i) {
+    SamplingParams sampling = request.sampling;
+    if (sampling.seed) *sampling.seed += static_cast<uint64_t>(i);
+    PAGODA_ASSIGN_OR_RETURN(
+        RequestProcessor processor,
+        RequestProcessor::create(first + i, request.prompt, sampling, request.stop, *tokenizer_));
+    auto r = std::make_unique<Request>();
+    r->id = first + static_cast<RequestId>(i);
+    r->tokens = request.prompt;
+    r->n_prompt_tokens = static_cast<int32_t>(request.prompt.size());
+    r->sampling = std::move(sampling);
+    r->stop = request.stop;
+    r->priority = request.priority;
+    r->cache_salt = request.cache_salt;
+    if (i > 0) r->parent = first;
+    r->sink = sink;
+    made.push_back(NewRequest{std::move(r), std::move(processor)});
+  }
+  return made;
+}
+
+void EngineCore::admit(std::vector<NewRequest> requests, std::vector<Delivery>& out) {
+  for (NewRequest& made : requests) {
+    const RequestId id = made.request->id;
+    std::shared_ptr<RequestSink> sink = made.request->sink;
+    auto [processor, inserted] = processors_.emplace(id, std::move(made.processor));
+    if (!inserted) continue;  // ids are unique; a repeated one is dropped
+    const Status added = scheduler_.add(std::move(made.request));
+    if (!added.ok()) {
+      out.push_back(Delivery{std::move(sink), processor->second.abort(added.message())});
+      processors_.erase(processor);
+    }
+  }
+}
+
+void EngineCore::abort(RequestId id, const std::string& error, std::vector<Delivery>& out) {
+  const auto processor = processors_.find(id);
+  if (processor == processors_.end()) return;
+  const std::unique_ptr<Request> request = scheduler_.finish(id);
+  if (request) out.push_back(delivery(*request, processor->second.abort(error)));
+  processors_.erase(processor);
+}
+
+void EngineCore::abort_all(const std::string& error, std::vector<Delivery>& out) {
+  std::vector<RequestId> ids;
+  ids.reserve(processors_.size());
+  for (const auto& [id, processor] : processors_) ids.push_back(id);
+  std::sort(ids.begin(), ids.end());
+  for (const RequestId id : ids) abort(id, error, out);
+}
+
+Delivery EngineCore::delivery(const Request& request, RequestOutput output) const {
+  output.n_cached_prompt_tokens = request.n_cached_prompt_tokens;
+  return Delivery{request.sink, std::move(output)};
+}
+
+EngineStats EngineCore::stats() const {
+  EngineStats stats;
+  stats.scheduler = scheduler_.stats();
+  stats.prefix_cache = kv_.prefix_stats();
+  stats.n_waiting = scheduler_.n_waiting();
+  stats.n_running = scheduler_.n_running();
+  stats.n_kv_blocks = kv_.n_blocks();
+  stats.n_free_kv_blocks = kv_.n_free_blocks();
+  stats.kv_usage = kv_.usage();
+  stats.n_steps = n_steps_;
+  stats.n_decode_steps = n_decode_steps_;
+  stats.n_batched_tokens = n_batched_tokens_;
+  stats.timings = timings_;
+  return stats;
+}
+
+}  // namespace pagoda::engine

@@ -1,0 +1,146 @@
+#pragma once
+// The engine's single-threaded heart: the KV storage (allocated once from the memory
+// budget), the block manager, the scheduler, the model runner and one RequestProcessor
+// per request. One step is nano-vllm's three lines: schedule(), run the batch, then
+// sample / detokenize / stop-check every request that got logits and hand the
+// scheduler the sampled tokens. Outputs are collected for the caller to deliver.
+//
+// Only make_requests() may be called from any thread; everything else belongs to the
+// thread that runs the steps (see Engine, which adds the thread and the inbox).
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "backend/backend.h"
+#include "core/status.h"
+#include "engine/engine_config.h"
+#include "engine/model_runner.h"
+#include "engine/request.h"
+#include "engine/request_output.h"
+#include "engine/request_processor.h"
+#include "engine/scheduler.h"
+#include "kv/kv_cache_manager.h"
+#include "model/model.h"
+#include "tokenizer/tokenizer.h"
+
+namespace pagoda::engine {
+
+// What a caller submits: one prompt, how to sample it, and how many completions.
+struct EngineRequest {
+  std::vector<int32_t> prompt;  // token ids, BOS included when the model wants one
+  SamplingParams sampling;
+  StopConditions stop;
+  int32_t priority = 0;     // lower runs first
+  uint64_t cache_salt = 0;  // prefix-cache blocks are shared only within one salt
+  // Completions of the prompt, sharing its KV blocks until they diverge. Completion i
+  // (0-based) samples with seed + i when a seed is given, so each one is reproducible
+  // and they differ from each other.
+  int32_t n = 1;
+};
+
+// A request checked and ready to join the scheduler.
+struct NewRequest {
+  std::unique_ptr<Request> request;
+  RequestProcessor processor;
+};
+
+// An output and the sink it goes to.
+struct Delivery {
+  std::shared_ptr<RequestSink> sink;
+  RequestOutput output;
+};
+
+struct EngineTimings {          // seconds, summed over every step since start
+  double schedule = 0.0;        // Scheduler::schedule()
+  double forward = 0.0;         // block copies and the forward pass (ModelRunner::execute)
+  double forward_decode = 0.0;  // of which in steps that only decoded (one token a request)
+  double postprocess = 0.0;     // sampling, detokenizing, stop checks, Scheduler::update()
+};
+
+struct EngineStats {
+  SchedulerStats scheduler;
+  kv::PrefixCacheStats prefix_cache;
+  int32_t n_waiting = 0;
+  int32_t n_running = 0;
+  int32_t n_kv_blocks = 0;
+  int32_t n_free_kv_blocks = 0;  // unreferenced (free or cached, evictable)
+  double kv_usage = 0.0;         // share of blocks some request holds, in [0, 1]
+  int64_t n_steps = 0;
+  int64_t n_decode_steps = 0;    // steps that only decoded (one token a request)
+  int64_t n_batched_tokens = 0;  // tokens run through the model, all steps together
+  EngineTimings timings;
+};
+
+class EngineCore {
+ public:
+  // Resolves the config for the model, sizes the KV cache from its memory budget (and
+  // logs it), allocates it. model, backend and tokenizer must outlive the core; the model
+  // must have been loaded with config.load_options() or larger.
+  static Expected<std::unique_ptr<EngineCore>> create(model::Model& model,
+                                                      backend::Backend& backend,
+                                                      const tokenizer::Tokenizer& tokenizer,
+                                                      const EngineConfig& config);
+
+  // Checks `request` (a non-empty prompt of valid ids shorter than max_model_len, sampling
+  // and stop parameters in range, 1 <= n <= max_running) and makes its n Requests, each
+  // with a fresh id; the first is the parent of the others. Thread-safe.
+  Expected<std::vector<NewRequest>> make_requests(EngineRequest request,
+                                                  std::shared_ptr<RequestSink> sink);
+
+  // Hands new requests to the scheduler; one it refuses gets an error output.
+  void admit(std::vector<NewRequest> requests, std::vector<Delivery>& out);
+  // Ends a request, waiting or running: its blocks go back at once and its sink gets a
+  // last output with finish kAbort (and `error`, if any). Unknown ids are ignored.
+  void abort(RequestId id, const std::string& error, std::vector<Delivery>& out);
+  void abort_all(const std::string& error, std::vector<Delivery>& out);
+
+  // Runs one step, appending its outputs to `out`. A failed forward pass fails every
+  // request of the step (finish kAbort with the error). Returns false when nothing
+  // could be scheduled.
+  bool step(std::vector<Delivery>& out);
+
+  bool has_requests() const { return scheduler_.has_requests(); }
+  EngineStats stats() const;
+  const EngineConfig& config() const { return config_; }  // resolved
+  const backend::KvCacheShape& kv_shape() const { return kv_storage_->shape(); }
+
+ private:
+  EngineCore(model::Model& model, const tokenizer::Tokenizer& tokenizer, EngineConfig config,
+             std::unique_ptr<backend::KvStorage> kv_storage, ModelRunner runner);
+  Status check_request(const EngineRequest& request) const;
+  // The runner's view of each scheduled request, in batch order.
+  void gather_sequences(const SchedulerOutput& plan);
+  // Samples every request of the step that got logits; fills sampled_ and finished_.
+  void process_logits(const SchedulerOutput& plan, const StepLogits& logits,
+                      std::vector<Delivery>& out);
+  void fail_step(const SchedulerOutput& plan, const Status& error, std::vector<Delivery>& out);
+  // Removes a request from the scheduler (its blocks return) and its processor.
+  void retire(RequestId id);
+  Delivery delivery(const Request& request, RequestOutput output) const;
+
+  model::Model* model_;
+  const tokenizer::Tokenizer* tokenizer_;
+  EngineConfig config_;
+  std::unique_ptr<backend::KvStorage> kv_storage_;
+  kv::KvCacheManager kv_;
+  Scheduler scheduler_;  // refers to kv_
+  ModelRunner runner_;
+  std::unordered_map<RequestId, RequestProcessor> processors_;
+  std::atomic<RequestId> next_id_{1};
+
+  // Per-step scratch, capacity kept between steps.
+  std::vector<RunnerSequence> sequences_;    // [scheduled]
+  std::vector<SampledTokenUpdate> sampled_;  // [sampling requests]
+  std::vector<RequestId> finished_;          // requests the step ended
+  int64_t n_steps_ = 0;
+  int64_t n_decode_steps_ = 0;
+  int64_t n_batched_tokens_ = 0;
+  EngineTimings timings_;
+};
+
+}  // namespace pagoda::engine

@@ -1,0 +1,97 @@
+// EngineCore's step: schedule, run the batch, then turn each sampling request's logits
+// into its next token and output.
+#include <chrono>
+#include <utility>
+
+#include "engine/engine_core.h"
+
+namespace pagoda::engine {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_between(Clock::time_point start, Clock::time_point end) {
+  return std::chrono::duration<double>(end - start).count();
+}
+
+}  // namespace
+
+void EngineCore::gather_sequences(const SchedulerOutput& plan) {
+  sequences_.clear();
+  for (const ScheduledRequest& scheduled : plan.scheduled) {
+    const Request* request = scheduler_.find(scheduled.id);
+    RunnerSequence sequence;
+    sequence.first_position = scheduled.first_position;
+    sequence.n_tokens = scheduled.n_tokens;
+    sequence.samples = scheduled.samples;
+    if (request != nullptr) sequence.tokens = request->tokens;  // else the runner refuses it
+    sequence.block_table = kv_.block_table(scheduled.id);
+    sequences_.push_back(sequence);
+  }
+}
+
+bool EngineCore::step(std::vector<Delivery>& out) {
+  const Clock::time_point start = Clock::now();
+  const SchedulerOutput plan = scheduler_.schedule();
+  const Clock::time_point scheduled = Clock::now();
+  timings_.schedule += seconds_between(start, scheduled);
+  if (plan.empty()) return false;
+  ++n_steps_;
+  n_batched_tokens_ += plan.n_tokens;
+
+  gather_sequences(plan);
+  Expected<StepLogits> logits = runner_.execute(plan.block_copies, sequences_);
+  const Clock::time_point ran = Clock::now();
+  timings_.forward += seconds_between(scheduled, ran);
+  if (plan.n_tokens == static_cast<int32_t>(plan.scheduled.size())) {  // one token each
+    ++n_decode_steps_;
+    timings_.forward_decode += seconds_between(scheduled, ran);
+  }
+  if (!logits.ok()) {
+    fail_step(plan, logits.status(), out);
+    return true;
+  }
+  process_logits(plan, *logits, out);
+  scheduler_.update(plan, sampled_);
+  for (const RequestId id : finished_) retire(id);
+  timings_.postprocess += seconds_between(ran, Clock::now());
+  return true;
+}
+
+void EngineCore::process_logits(const SchedulerOutput& plan, const StepLogits& logits,
+                                std::vector<Delivery>& out) {
+  sampled_.clear();
+  finished_.clear();
+  int32_t row = 0;
+  for (const ScheduledRequest& scheduled : plan.scheduled) {
+    if (!scheduled.samples) continue;
+    const std::span<const float> request_logits = logits.row(row++);
+    const Request* request = scheduler_.find(scheduled.id);
+    const auto processor = processors_.find(scheduled.id);
+    if (request == nullptr || processor == processors_.end()) continue;
+    // With this token the request holds num_tokens() + 1 tokens.
+    const bool context_full = request->num_tokens() + 1 >= config_.scheduler.max_model_len;
+    Expected<RequestOutput> output = processor->second.process(request_logits, context_full);
+    if (!output.ok()) {
+      out.push_back(delivery(*request, processor->second.abort(output.status().message())));
+      finished_.push_back(scheduled.id);
+      continue;
+    }
+    sampled_.push_back(SampledTokenUpdate{scheduled.id, output->new_tokens.front()});
+    if (output->finish != FinishReason::kNone) finished_.push_back(scheduled.id);
+    out.push_back(delivery(*request, std::move(output).value()));
+  }
+}
+
+void EngineCore::fail_step(const SchedulerOutput& plan, const Status& error,
+                           std::vector<Delivery>& out) {
+  const std::string message = "the forward pass failed: " + error.message();
+  for (const ScheduledRequest& scheduled : plan.scheduled) abort(scheduled.id, message, out);
+}
+
+void EngineCore::retire(RequestId id) {
+  scheduler_.finish(id);
+  processors_.erase(id);
+}
+
+}  // namespace pagoda::engine

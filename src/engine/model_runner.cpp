@@ -1,0 +1,134 @@
+#include "engine/model_runner.h"
+
+#include <string>
+
+namespace pagoda::engine {
+namespace {
+
+std::string str(int64_t v) {
+  return std::to_string(v);
+}
+
+Status bad_step(const std::string& problem) {
+  return invalid_argument("model runner: " + problem);
+}
+
+}  // namespace
+
+Expected<ModelRunner> ModelRunner::create(model::Model& model, backend::Backend& backend,
+                                          backend::KvStorage& kv, RunnerLimits limits) {
+  if (limits.max_batch_tokens <= 0 || limits.max_sequences <= 0) {
+    return invalid_argument("model runner: max_batch_tokens and max_sequences must be positive");
+  }
+  const model::ModelConfig& config = model.config();
+  const backend::KvCacheShape& shape = kv.shape();
+  if (shape.n_layers != config.n_layer || shape.n_kv_heads != config.n_head_kv ||
+      shape.head_dim != config.head_dim || shape.block_size <= 0 || shape.n_blocks <= 0) {
+    return invalid_argument("model runner: the KV storage does not have the model's shape");
+  }
+  return ModelRunner(model, backend, kv, limits);
+}
+
+ModelRunner::ModelRunner(model::Model& model, backend::Backend& backend, backend::KvStorage& kv,
+                         RunnerLimits limits)
+    : model_(&model),
+      backend_(&backend),
+      kv_(&kv),
+      limits_(limits),
+      block_size_(kv.shape().block_size),
+      n_vocab_(model.config().n_vocab) {
+  const auto max_tokens = static_cast<size_t>(limits.max_batch_tokens);
+  const auto max_sequences = static_cast<size_t>(limits.max_sequences);
+  token_ids_.reserve(max_tokens);
+  positions_.reserve(max_tokens);
+  slots_.reserve(max_tokens);
+  attention_.reserve(max_sequences);
+  logit_rows_.reserve(max_sequences);
+  copies_.reserve(max_sequences);
+  logits_.resize(max_sequences * static_cast<size_t>(n_vocab_));
+}
+
+Status ModelRunner::check(std::span<const RunnerSequence> sequences) const {
+  if (sequences.empty()) return bad_step("a step must run at least one request");
+  if (sequences.size() > static_cast<size_t>(limits_.max_sequences)) {
+    return bad_step(str(static_cast<int64_t>(sequences.size())) +
+                    " requests in a step, more than " + str(limits_.max_sequences));
+  }
+  int64_t n_tokens = 0;
+  for (const RunnerSequence& s : sequences) {
+    const int64_t end = static_cast<int64_t>(s.first_position) + s.n_tokens;
+    if (s.n_tokens <= 0 || s.first_position < 0) {
+      return bad_step("a request runs " + str(s.n_tokens) + " tokens from position " +
+                      str(s.first_position));
+    }
+    if (end > static_cast<int64_t>(s.tokens.size())) {
+      return bad_step("a request runs tokens up to " + str(end) + " but has " +
+                      str(static_cast<int64_t>(s.tokens.size())));
+    }
+    const int64_t blocks_needed = (end + block_size_ - 1) / block_size_;
+    if (static_cast<int64_t>(s.block_table.size()) < blocks_needed) {
+      return bad_step("a request of " + str(end) + " tokens has " +
+                      str(static_cast<int64_t>(s.block_table.size())) + " KV blocks, needs " +
+                      str(blocks_needed));
+    }
+    n_tokens += s.n_tokens;
+  }
+  if (n_tokens > limits_.max_batch_tokens) {
+    return bad_step(str(n_tokens) + " tokens in a step, more than " +
+                    str(limits_.max_batch_tokens));
+  }
+  return Status::ok_status();
+}
+
+void ModelRunner::append(const RunnerSequence& s) {
+  const auto query_start = static_cast<int32_t>(token_ids_.size());
+  for (int32_t i = 0; i < s.n_tokens; ++i) {
+    const int32_t position = s.first_position + i;
+    const int32_t block = s.block_table[static_cast<size_t>(position / block_size_)];
+    token_ids_.push_back(s.tokens[static_cast<size_t>(position)]);
+    positions_.push_back(position);
+    slots_.push_back(static_cast<int64_t>(block) * block_size_ + position % block_size_);
+  }
+  attention_.push_back(backend::SequenceAttention{query_start, s.n_tokens,
+                                                  s.first_position + s.n_tokens, s.block_table});
+  if (s.samples) logit_rows_.push_back(query_start + s.n_tokens - 1);
+}
+
+Expected<model::ForwardBatch> ModelRunner::prepare(std::span<const RunnerSequence> sequences) {
+  PAGODA_TRY(check(sequences));
+  token_ids_.clear();
+  positions_.clear();
+  slots_.clear();
+  attention_.clear();
+  logit_rows_.clear();
+  for (const RunnerSequence& s : sequences) append(s);
+
+  model::ForwardBatch batch;
+  batch.token_ids = token_ids_;
+  batch.positions = positions_;
+  batch.attention.sequences = attention_;
+  batch.attention.slot_mapping = slots_;
+  batch.attention.block_size = block_size_;
+  batch.logit_rows = logit_rows_;
+  return batch;
+}
+
+Status ModelRunner::copy_blocks(std::span<const kv::BlockCopy> copies) {
+  if (copies.empty()) return Status::ok_status();
+  copies_.clear();
+  for (const kv::BlockCopy& copy : copies) copies_.push_back({copy.src, copy.dst});
+  backend_->copy_kv_blocks(*kv_, copies_);
+  return backend_->take_error();
+}
+
+Expected<StepLogits> ModelRunner::execute(std::span<const kv::BlockCopy> copies,
+                                          std::span<const RunnerSequence> sequences) {
+  PAGODA_ASSIGN_OR_RETURN(const model::ForwardBatch batch, prepare(sequences));
+  PAGODA_TRY(copy_blocks(copies));
+  const size_t n_logits = logit_rows_.size() * static_cast<size_t>(n_vocab_);
+  const std::span<float> logits = std::span<float>(logits_).first(n_logits);
+  PAGODA_TRY(model_->forward(batch, *kv_, logits));
+  return StepLogits(logits, n_vocab_);
+}
+
+}  // namespace pagoda::engine

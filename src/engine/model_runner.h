@@ -1,0 +1,97 @@
+#pragma once
+// Turns one step of the scheduler into one forward pass (DESIGN.md: SchedulerOutput ->
+// ModelRunner -> ForwardBatch): the token ids of every scheduled request side by side,
+// their positions, each request's block table, the KV slot of every new token, where
+// each request's rows start, and which rows need next-token logits (the last row of a
+// request that samples). Before the pass it performs the step's copy-on-write block
+// copies. Every buffer is sized once for the largest step the limits allow: a step
+// allocates nothing.
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "backend/backend.h"
+#include "core/status.h"
+#include "kv/kv_cache_manager.h"
+#include "model/forward_batch.h"
+#include "model/model.h"
+
+namespace pagoda::engine {
+
+// What the runner needs to know of one scheduled request.
+struct RunnerSequence {
+  int32_t first_position = 0;            // tokens before it already have their K/V in the cache
+  int32_t n_tokens = 0;                  // runs tokens [first_position, first_position + n_tokens)
+  bool samples = false;                  // its last row needs next-token logits
+  std::span<const int32_t> tokens;       // the request's known tokens (prompt + generated)
+  std::span<const int32_t> block_table;  // its KV blocks, token p in block p / block_size
+};
+
+struct RunnerLimits {
+  int32_t max_batch_tokens = 0;  // tokens per step (the model's LoadOptions::max_batch_tokens)
+  int32_t max_sequences = 0;     // requests per step (<= LoadOptions::max_logit_rows)
+};
+
+// The next-token logits of a step's sampling requests, in batch order. Valid until the
+// runner's next step.
+class StepLogits {
+ public:
+  StepLogits(std::span<const float> data, int32_t n_vocab) : data_(data), n_vocab_(n_vocab) {}
+  int32_t n_rows() const {
+    return static_cast<int32_t>(data_.size() / static_cast<size_t>(n_vocab_));
+  }
+  std::span<const float> row(int32_t i) const {  // [n_vocab]
+    return data_.subspan(static_cast<size_t>(i) * static_cast<size_t>(n_vocab_),
+                         static_cast<size_t>(n_vocab_));
+  }
+
+ private:
+  std::span<const float> data_;  // [n_rows][n_vocab]
+  int32_t n_vocab_;
+};
+
+class ModelRunner {
+ public:
+  // model, backend and kv must outlive the runner; kv must have the model's shape.
+  static Expected<ModelRunner> create(model::Model& model, backend::Backend& backend,
+                                      backend::KvStorage& kv, RunnerLimits limits);
+
+  // The forward batch of one step, valid until the next call. Fails, building nothing,
+  // when the step exceeds the limits, a sequence runs no token, or a sequence's tokens
+  // or block table do not cover what it runs.
+  Expected<model::ForwardBatch> prepare(std::span<const RunnerSequence> sequences);
+
+  // Performs `copies` in order, then one forward pass over `sequences`. Returns the
+  // logits of the sampling sequences, in order. On failure the KV rows this step would
+  // have written are unspecified.
+  Expected<StepLogits> execute(std::span<const kv::BlockCopy> copies,
+                               std::span<const RunnerSequence> sequences);
+
+  const RunnerLimits& limits() const { return limits_; }
+
+ private:
+  ModelRunner(model::Model& model, backend::Backend& backend, backend::KvStorage& kv,
+              RunnerLimits limits);
+  Status check(std::span<const RunnerSequence> sequences) const;
+  // Appends one sequence's rows (ids, positions, slots) and its attention entry.
+  void append(const RunnerSequence& sequence);
+  Status copy_blocks(std::span<const kv::BlockCopy> copies);
+
+  model::Model* model_;
+  backend::Backend* backend_;
+  backend::KvStorage* kv_;
+  RunnerLimits limits_;
+  int32_t block_size_;
+  int32_t n_vocab_;
+  // One step's batch, capacity reserved at creation.
+  std::vector<int32_t> token_ids_;  // [<= max_batch_tokens]
+  std::vector<int32_t> positions_;  // [<= max_batch_tokens]
+  std::vector<int64_t> slots_;      // [<= max_batch_tokens] block_id * block_size + row
+  std::vector<backend::SequenceAttention> attention_;  // [<= max_sequences]
+  std::vector<int32_t> logit_rows_;                    // [<= max_sequences]
+  std::vector<backend::KvBlockCopy> copies_;  // [copies of the step]; grows to the largest step
+  std::vector<float> logits_;                 // [max_sequences][n_vocab]
+};
+
+}  // namespace pagoda::engine

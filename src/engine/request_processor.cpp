@@ -1,0 +1,85 @@
+#include "engine/request_processor.h"
+
+#include <algorithm>
+#include <utility>
+
+namespace pagoda::engine {
+
+tokenizer::DecodeOptions continuation_decode_options(const tokenizer::Tokenizer& tokenizer,
+                                                     std::span<const int32_t> prompt) {
+  tokenizer::DecodeOptions options;
+  options.strip_leading_space = std::all_of(
+      prompt.begin(), prompt.end(), [&](int32_t token) { return tokenizer.is_control(token); });
+  return options;
+}
+
+Expected<RequestProcessor> RequestProcessor::create(RequestId id, std::span<const int32_t> prompt,
+                                                    const SamplingParams& sampling,
+                                                    const StopConditions& stop,
+                                                    const tokenizer::Tokenizer& tokenizer) {
+  PAGODA_ASSIGN_OR_RETURN(Sampler sampler, Sampler::create(sampling, tokenizer.n_vocab()));
+  PAGODA_ASSIGN_OR_RETURN(
+      StopChecker checker,
+      StopChecker::create(stop, [&tokenizer](int32_t token) { return tokenizer.is_eog(token); }));
+  sampler.accept_prompt(prompt);
+  tokenizer::StreamingDetokenizer detokenizer(tokenizer,
+                                              continuation_decode_options(tokenizer, prompt));
+  return RequestProcessor(id, static_cast<int32_t>(prompt.size()), std::move(sampler),
+                          std::move(checker), std::move(detokenizer));
+}
+
+RequestProcessor::RequestProcessor(RequestId id, int32_t n_prompt_tokens, Sampler sampler,
+                                   StopChecker stop, tokenizer::StreamingDetokenizer detokenizer)
+    : id_(id),
+      n_prompt_tokens_(n_prompt_tokens),
+      sampler_(std::move(sampler)),
+      stop_(std::move(stop)),
+      detokenizer_(std::move(detokenizer)) {}
+
+RequestOutput RequestProcessor::new_output() const {
+  RequestOutput output;
+  output.id = id_;
+  output.n_prompt_tokens = n_prompt_tokens_;
+  return output;
+}
+
+Expected<RequestOutput> RequestProcessor::process(std::span<const float> logits,
+                                                  bool context_full) {
+  PAGODA_ASSIGN_OR_RETURN(const SampledToken sampled, sampler_.sample(logits));
+  sampler_.accept(sampled.token);
+  RequestOutput output = new_output();
+  output.new_tokens.push_back(sampled.token);
+  if (sampler_.params().logprobs || sampler_.params().top_logprobs > 0) {
+    output.logprobs.push_back(
+        TokenLogprobs{sampled.token, sampled.logprob, {sampled.top.begin(), sampled.top.end()}});
+  }
+  std::string text = detokenizer_.push(sampled.token);
+  if (context_full || stop_.n_generated() + 1 >= stop_.max_tokens()) {
+    text += detokenizer_.finish();  // the last token: nothing will complete held bytes
+  }
+  const StopUpdate update = stop_.push(sampled.token, text);
+  output.text.assign(update.text);
+  output.finish = update.finish;
+  if (output.finish == FinishReason::kNone && context_full) {
+    output.text.append(stop_.flush());
+    output.finish = FinishReason::kLength;
+  }
+  output.n_generated_tokens = stop_.n_generated();
+  return output;
+}
+
+RequestOutput RequestProcessor::abort(std::string error) {
+  RequestOutput output = new_output();
+  if (stop_.finish() == FinishReason::kNone) {
+    // Text held back in case later tokens completed it: none will come. The stop
+    // checker's pending text comes before what the detokenizer still holds.
+    output.text.assign(stop_.flush());
+    output.text += detokenizer_.finish();
+  }
+  output.finish = FinishReason::kAbort;
+  output.error = std::move(error);
+  output.n_generated_tokens = stop_.n_generated();
+  return output;
+}
+
+}  // namespace pagoda::engine
