@@ -85,7 +85,9 @@ struct Q6_KFormat {
     __m256i sum = _mm256_sub_epi32(_mm256_setzero_si256(), offset);
     for (int half = 0; half < 2; ++half) {
       // Groups 8 half .. 8 half + 7 in both 128-bit lanes.
-      const __m256i group_scales = _mm256_permute2x128_si256(scales, scales, half == 0 ? 0x00 : 0x11);
+      // (two calls: the permute's selector must be a compile-time constant at any -O level)
+      const __m256i group_scales = half == 0 ? _mm256_permute2x128_si256(scales, scales, 0x00)
+                                             : _mm256_permute2x128_si256(scales, scales, 0x11);
       for (int m = 0; m < 4; ++m) {  // chunk 4 half + m: groups 2m (low lane) and 2m + 1 (high lane)
         const __m256i pairs = _mm256_maddubs_epi16(q6_values(w, 4 * half + m), load256(a.qs + 128 * half + 32 * m));
         const __m256i scale = _mm256_shuffle_epi8(
