@@ -158,7 +158,7 @@ Delivery EngineCore::delivery(const Request& request, RequestOutput output) cons
 EngineStats EngineCore::stats() const {
   EngineStats stats;
   stats.scheduler = scheduler_.stats();
-  stats.prefix_cache = kv_.prefix_stats();
+  stats.prefix_cache = stats.scheduler.prefix_cache;  // per admission, not per lookup
   stats.n_waiting = scheduler_.n_waiting();
   stats.n_running = scheduler_.n_running();
   stats.n_kv_blocks = kv_.n_blocks();

@@ -64,7 +64,7 @@ struct EngineTimings {          // seconds, summed over every step since start
 
 struct EngineStats {
   SchedulerStats scheduler;
-  kv::PrefixCacheStats prefix_cache;
+  kv::PrefixCacheStats prefix_cache;  // = scheduler.prefix_cache: counted per admission
   int32_t n_waiting = 0;
   int32_t n_running = 0;
   int32_t n_kv_blocks = 0;

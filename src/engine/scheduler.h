@@ -64,6 +64,10 @@ struct SchedulerStats {
   int64_t n_prefilled_tokens = 0;
   // Tokens run as single-token steps of a generated token (position >= n_prompt_tokens).
   int64_t n_decoded_tokens = 0;
+  // The prefix cache as admissions used it: one query per admission of a waiting
+  // request (first admission or resume), not per lookup, since a request that cannot
+  // get blocks is looked up again every step until it can.
+  kv::PrefixCacheStats prefix_cache;
 };
 
 class Scheduler {

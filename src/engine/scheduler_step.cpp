@@ -120,6 +120,11 @@ Scheduler::Admission Scheduler::admit(Request& request, int32_t budget, Schedule
     return Admission::kNoBlocks;
   }
   request.num_computed_tokens = hit.n_tokens;
+  if (kv_.prefix_cache_enabled()) {
+    ++stats_.prefix_cache.queries;
+    stats_.prefix_cache.queried_tokens += static_cast<int64_t>(request.tokens.size());
+    stats_.prefix_cache.hit_tokens += hit.n_tokens;
+  }
   if (request.n_preemptions == 0) {
     request.n_cached_prompt_tokens = std::min(hit.n_tokens, request.n_prompt_tokens);
   }

@@ -189,6 +189,13 @@ TEST(SchedulerTest, AdmissionStopsAtTheFirstRequestTheBlocksCannotHold) {
   EXPECT_EQ(entries(driver.step()), (std::vector<Entry>{{2, 0, 12, true}, {3, 0, 3, true}}));
   EXPECT_FALSE(driver.scheduler.has_requests());
   EXPECT_TRUE(driver.violations.empty()) << driver.violations.front();
+  // Request 2 was looked up in the prefix cache at each of the 5 steps it waited, but
+  // the stats count admissions: one query per request.
+  EXPECT_GT(driver.kv.prefix_stats().queries, 3);
+  const kv::PrefixCacheStats& admitted = driver.scheduler.stats().prefix_cache;
+  EXPECT_EQ(admitted.queries, 3);
+  EXPECT_EQ(admitted.queried_tokens, 14 + 12 + 3);
+  EXPECT_EQ(admitted.hit_tokens, 0);
 }
 
 TEST(SchedulerTest, AbortOfWaitingAndRunningRequestsReturnsTheirBlocks) {
