@@ -1,11 +1,8 @@
 #!/usr/bin/env bash
-# Sets up Pagoda and runs its main job on the default model: with no arguments it
-# generates a continuation of a short prompt; any arguments go to `pagoda run`.
+# Sets up Pagoda (packages, default model, build) and serves the default model with the
+# OpenAI-compatible API on http://127.0.0.1:8080 until Ctrl-C. Arguments go to
+# `pagoda serve` (e.g. --port 9000, --host 0.0.0.0, -m OTHER.gguf).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
-model=models/SmolLM2-135M-Instruct.Q4_1.gguf
-if (($# == 0)); then
-  set -- -p "The three most useful things to know about the Moon are" -n 96
-fi
-exec build/pagoda run -m "$model" "$@"
+exec build/pagoda serve "$@"  # without -m: the default model, models/SmolLM2-135M-Instruct.Q4_1.gguf

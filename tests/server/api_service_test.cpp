@@ -1,0 +1,326 @@
+// ApiService behind the real HTTP server, over a real engine (stories260K on the CPU):
+// the middleware order (CORS preflight, auth on /v1 only, rate limit, routing), the
+// generation endpoints against the engine's own output, a client that leaves, and the
+// loading gate.
+#include "server/api_service.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "backend/cpu/cpu_backend.h"
+#include "engine/engine.h"
+#include "gguf/reader.h"
+#include "model/model.h"
+#include "server/api_service_gate.h"
+#include "server/http_test_client.h"
+
+namespace pagoda::server {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::TestClient;
+using testing::TestResponse;
+
+constexpr int32_t kMaxModelLen = 512;
+
+// The model and its engine, shared by every test of the suite (loading is the slow part).
+struct SharedEngine {
+  std::unique_ptr<gguf::Reader> file;
+  std::unique_ptr<backend::Backend> backend;
+  std::unique_ptr<model::Model> model;
+  std::unique_ptr<tokenizer::Tokenizer> tokenizer;
+  std::unique_ptr<engine::Engine> engine;
+};
+
+SharedEngine* shared = nullptr;
+
+class ApiServiceTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    shared = new SharedEngine;
+    Expected<gguf::Reader> reader =
+        gguf::Reader::open(std::string(PAGODA_SHARED_DIR) + "/models/stories260K.gguf");
+    ASSERT_TRUE(reader.ok()) << reader.status().message();
+    shared->file = std::make_unique<gguf::Reader>(std::move(*reader));
+    backend::CpuBackendOptions backend_options;
+    backend_options.n_threads = 1;  // the machine is shared
+    shared->backend = backend::make_cpu_backend(backend_options);
+    engine::EngineConfig config;
+    config.scheduler.max_model_len = kMaxModelLen;
+    config.scheduler.max_running = 4;
+    config.scheduler.max_batched_tokens = 256;
+    auto model = model::load_model(*shared->file, *shared->backend, config.load_options());
+    ASSERT_TRUE(model.ok()) << model.status().message();
+    shared->model = std::move(*model);
+    auto tokenizer = tokenizer::Tokenizer::from_gguf(*shared->file);
+    ASSERT_TRUE(tokenizer.ok());
+    shared->tokenizer = std::make_unique<tokenizer::Tokenizer>(std::move(*tokenizer));
+    auto engine =
+        engine::Engine::create(*shared->model, *shared->backend, *shared->tokenizer, config);
+    ASSERT_TRUE(engine.ok()) << engine.status().message();
+    shared->engine = std::move(*engine);
+  }
+  static void TearDownTestSuite() {
+    delete shared;
+    shared = nullptr;
+  }
+
+  // A service with `options` behind a fresh server.
+  void serve(ApiServiceOptions options = {}) {
+    auto chat_template = tokenizer::ChatTemplate::parse(tokenizer::kChatMLTemplate);
+    ASSERT_TRUE(chat_template.ok());
+    service_ = std::make_unique<ApiService>(
+        *shared->engine, *shared->tokenizer,
+        ModelInfo{.name = "stories", .created = 1, .max_model_len = kMaxModelLen},
+        std::move(*chat_template), std::move(options), metrics_);
+    server_ =
+        testing::start_server([this](Exchange& exchange) { return service_->handle(exchange); });
+    ASSERT_NE(server_, nullptr);
+  }
+  void TearDown() override {
+    if (server_) server_->stop();
+  }
+
+  TestResponse exchange(const std::string& request) {
+    TestClient client(server_->port());
+    EXPECT_TRUE(client.connected());
+    EXPECT_TRUE(client.send(request));
+    std::optional<TestResponse> response = client.read_response(10s);
+    EXPECT_TRUE(response.has_value()) << request;
+    return response.value_or(TestResponse{});
+  }
+  TestResponse post(std::string_view path, const nlohmann::json& body,
+                    std::string_view headers = "") {
+    return exchange(testing::post_request(path, body.dump(), headers));
+  }
+  TestResponse get(std::string_view path, std::string_view headers = "") {
+    return exchange(testing::get_request(path, headers));
+  }
+
+  // The engine's own greedy text for a prompt, through a sink of our own.
+  std::string engine_text(const std::string& prompt, int32_t max_tokens) {
+    struct Collect : engine::RequestSink {
+      std::mutex mutex;
+      std::string text;
+      bool done = false;
+      void on_output(engine::RequestOutput output) override {
+        const std::lock_guard lock(mutex);
+        text += output.text;
+        done |= output.finish != engine::FinishReason::kNone;
+      }
+    };
+    auto sink = std::make_shared<Collect>();
+    engine::EngineRequest request;
+    request.prompt = shared->tokenizer->encode(prompt, true, true);
+    request.sampling.temperature = 0.0f;
+    request.stop.max_tokens = max_tokens;
+    request.stop.ignore_eog = true;
+    EXPECT_TRUE(shared->engine->add(std::move(request), sink).ok());
+    EXPECT_TRUE(testing::eventually(
+        [&] {
+          const std::lock_guard lock(sink->mutex);
+          return sink->done;
+        },
+        10s));
+    const std::lock_guard lock(sink->mutex);
+    return sink->text;
+  }
+
+  ServerMetrics metrics_;
+  std::unique_ptr<ApiService> service_;
+  std::unique_ptr<HttpServer> server_;
+};
+
+nlohmann::json error_of(const TestResponse& response) {
+  const nlohmann::json body = nlohmann::json::parse(response.body, nullptr, false);
+  EXPECT_TRUE(body.is_object() && body.contains("error")) << response.body;
+  return body.is_object() && body.contains("error") ? body["error"] : nlohmann::json();
+}
+
+TEST_F(ApiServiceTest, UnknownPathIs404AndWrongMethodIs405WithAllow) {
+  serve();
+  TestResponse response = get("/v1/nothing");
+  EXPECT_EQ(response.status, 404);
+  EXPECT_EQ(error_of(response)["type"], "invalid_request_error");
+  response = get("/v1/completions");
+  EXPECT_EQ(response.status, 405);
+  EXPECT_EQ(response.header("allow"), "POST");
+  error_of(response);
+}
+
+TEST_F(ApiServiceTest, AuthGuardsV1BeforeRoutingAndLeavesProbesOpen) {
+  ApiServiceOptions options;
+  auto keys = ApiKeys::load({"secret"}, "");
+  ASSERT_TRUE(keys.ok());
+  options.api_keys = std::move(*keys);
+  serve(std::move(options));
+  EXPECT_EQ(get("/v1/nothing").status, 401);  // auth first: no path probing without a key
+  EXPECT_EQ(get("/v1/nothing", "Authorization: Bearer secret\r\n").status, 404);
+  EXPECT_EQ(get("/v1/models", "Authorization: Bearer wrong\r\n").status, 401);
+  EXPECT_EQ(get("/v1/models", "Authorization: Bearer secret\r\n").status, 200);
+  EXPECT_EQ(get("/health").status, 200);
+  EXPECT_EQ(get("/metrics").status, 200);
+  EXPECT_EQ(post("/tokenize", {{"prompt", "Once"}}).status, 200);
+}
+
+TEST_F(ApiServiceTest, RateLimitIsPerKeyWithRetryAfter) {
+  ApiServiceOptions options;
+  auto keys = ApiKeys::load({"a", "b"}, "");
+  ASSERT_TRUE(keys.ok());
+  options.api_keys = std::move(*keys);
+  options.rate_limit_rpm = 2;
+  serve(std::move(options));
+  EXPECT_EQ(get("/v1/models", "Authorization: Bearer a\r\n").status, 200);
+  EXPECT_EQ(get("/v1/models", "Authorization: Bearer a\r\n").status, 200);
+  const TestResponse limited = get("/v1/models", "Authorization: Bearer a\r\n");
+  EXPECT_EQ(limited.status, 429);
+  EXPECT_GE(std::stoi(limited.header("retry-after")), 1);
+  EXPECT_EQ(error_of(limited)["code"], "rate_limit_exceeded");
+  EXPECT_EQ(get("/v1/models", "Authorization: Bearer b\r\n").status, 200);  // its own bucket
+  EXPECT_EQ(get("/health").status, 200);                                    // not limited
+}
+
+TEST_F(ApiServiceTest, PreflightIsAnsweredBeforeAuth) {
+  ApiServiceOptions options;
+  auto keys = ApiKeys::load({"secret"}, "");
+  auto cors = CorsPolicy::create({"https://app.example"});
+  ASSERT_TRUE(keys.ok() && cors.ok());
+  options.api_keys = std::move(*keys);
+  options.cors = std::move(*cors);
+  serve(std::move(options));
+  const TestResponse preflight = exchange(
+      "OPTIONS /v1/chat/completions HTTP/1.1\r\nHost: x\r\nOrigin: https://app.example\r\n"
+      "Access-Control-Request-Method: POST\r\n\r\n");
+  EXPECT_EQ(preflight.status, 204);
+  EXPECT_EQ(preflight.header("access-control-allow-origin"), "https://app.example");
+  const TestResponse refused = get("/v1/models", "Origin: https://app.example\r\n");
+  EXPECT_EQ(refused.status, 401);  // CORS headers even on errors, so the page can read them
+  EXPECT_EQ(refused.header("access-control-allow-origin"), "https://app.example");
+}
+
+TEST_F(ApiServiceTest, GreedyCompletionIsTheEnginesOwnText) {
+  serve();
+  const std::string expected = engine_text("Once upon a time", 12);
+  const TestResponse response = post("/v1/completions", {{"prompt", "Once upon a time"},
+                                                         {"max_tokens", 12},
+                                                         {"temperature", 0},
+                                                         {"ignore_eos", true}});
+  ASSERT_EQ(response.status, 200) << response.body;
+  const nlohmann::json body = nlohmann::json::parse(response.body);
+  EXPECT_EQ(body["choices"][0]["text"], expected);
+  EXPECT_EQ(body["model"], "stories");
+  EXPECT_EQ(body["usage"]["completion_tokens"], 12);
+}
+
+// The payloads of an SSE body, [DONE] included.
+std::vector<std::string> sse_payloads(const std::string& body) {
+  std::vector<std::string> payloads;
+  size_t at = 0;
+  while ((at = body.find("data: ", at)) != std::string::npos) {
+    const size_t end = body.find("\n\n", at);
+    payloads.push_back(body.substr(at + 6, end - at - 6));
+    at = end;
+  }
+  return payloads;
+}
+
+TEST_F(ApiServiceTest, StreamedChoicesCarryTheirIndexAndEndWithDone) {
+  serve();
+  const TestResponse response =
+      post("/v1/completions", {{"prompt", nlohmann::json::array({"Once upon a time", "The cat"})},
+                               {"max_tokens", 6},
+                               {"ignore_eos", true},
+                               {"n", 2},
+                               {"seed", 5},
+                               {"stream", true},
+                               {"stream_options", {{"include_usage", true}}}});
+  ASSERT_EQ(response.status, 200);
+  const std::vector<std::string> payloads = sse_payloads(response.body);
+  ASSERT_GE(payloads.size(), 3u);
+  EXPECT_EQ(payloads.back(), "[DONE]");
+  std::map<int, std::string> finish;
+  for (size_t i = 0; i + 2 < payloads.size(); ++i) {
+    const nlohmann::json chunk = nlohmann::json::parse(payloads[i]);
+    ASSERT_EQ(chunk["choices"].size(), 1u) << payloads[i];
+    const nlohmann::json& choice = chunk["choices"][0];
+    if (!choice["finish_reason"].is_null()) finish[choice["index"]] = choice["finish_reason"];
+  }
+  EXPECT_EQ(finish.size(), 4u);  // two prompts, two completions each: indexes 0..3
+  const nlohmann::json usage = nlohmann::json::parse(payloads[payloads.size() - 2]);
+  EXPECT_TRUE(usage["choices"].empty());
+  EXPECT_EQ(usage["usage"]["completion_tokens"], 24);
+}
+
+TEST_F(ApiServiceTest, AClientThatLeavesEndsItsRequest) {
+  serve();
+  TestClient client(server_->port());
+  // As long as the context allows, so that it is still running when the client leaves.
+  const nlohmann::json body = {{"prompt", "Once upon a time"},
+                               {"max_tokens", kMaxModelLen - 16},
+                               {"ignore_eos", true},
+                               {"stream", true}};
+  ASSERT_TRUE(client.send(testing::post_request("/v1/completions", body.dump())));
+  ASSERT_TRUE(client.read_until("data: ", 10s).has_value());
+  client.reset();
+  EXPECT_TRUE(testing::eventually(
+      [] {
+        const engine::EngineStats stats = shared->engine->stats();
+        return stats.n_running == 0 && stats.n_waiting == 0 && stats.kv_usage == 0.0;
+      },
+      1s));
+  EXPECT_TRUE(testing::eventually([this] { return service_->active_generations() == 0; }, 1s));
+  EXPECT_NE(metrics_.render(shared->engine->stats()).find("finish_reason=\"abort\"} 1"),
+            std::string::npos);
+}
+
+TEST_F(ApiServiceTest, PromptLongerThanTheContextNamesBothLengths) {
+  serve();
+  std::string prompt;
+  for (int i = 0; i < 2 * kMaxModelLen; ++i) prompt += "Once upon a time ";
+  const int n_tokens = static_cast<int>(shared->tokenizer->encode(prompt, true, true).size());
+  const TestResponse response = post("/v1/completions", {{"prompt", prompt}, {"max_tokens", 4}});
+  EXPECT_EQ(response.status, 400);
+  const std::string message = error_of(response)["message"];
+  EXPECT_NE(message.find(std::to_string(kMaxModelLen)), std::string::npos) << message;
+  EXPECT_NE(message.find(std::to_string(n_tokens)), std::string::npos) << message;
+}
+
+TEST_F(ApiServiceTest, UnknownModelIs404AndNAboveTheRunningCapIs400) {
+  serve();
+  TestResponse response = post("/v1/completions", {{"model", "other"}, {"prompt", "Once"}});
+  EXPECT_EQ(response.status, 404);
+  EXPECT_EQ(error_of(response)["code"], "model_not_found");
+  response = post("/v1/completions", {{"prompt", "Once"}, {"n", 5}, {"max_tokens", 2}});
+  EXPECT_EQ(response.status, 400);
+  EXPECT_EQ(error_of(response)["param"], "n");
+}
+
+TEST_F(ApiServiceTest, TheGateAnswersLoadingUntilOpened) {
+  ServiceGate gate("stories", metrics_, std::chrono::steady_clock::now());
+  server_ = testing::start_server([&gate](Exchange& exchange) { return gate.handle(exchange); });
+  ASSERT_NE(server_, nullptr);
+  TestResponse response = get("/health");
+  EXPECT_EQ(response.status, 503);
+  EXPECT_EQ(nlohmann::json::parse(response.body)["status"], "loading");
+  response = get("/v1/models");
+  EXPECT_EQ(response.status, 503);
+  EXPECT_EQ(response.header("retry-after"), "1");
+  auto chat_template = tokenizer::ChatTemplate::parse(tokenizer::kChatMLTemplate);
+  ASSERT_TRUE(chat_template.ok());
+  ApiService service(*shared->engine, *shared->tokenizer,
+                     ModelInfo{.name = "stories", .created = 1, .max_model_len = kMaxModelLen},
+                     std::move(*chat_template), {}, metrics_);
+  gate.open(service);
+  EXPECT_EQ(get("/health").status, 200);
+  EXPECT_EQ(get("/v1/models").status, 200);
+  server_->stop();
+}
+
+}  // namespace
+}  // namespace pagoda::server

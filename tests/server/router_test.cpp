@@ -1,0 +1,84 @@
+#include "server/router.h"
+
+#include <gtest/gtest.h>
+
+namespace pagoda::server {
+namespace {
+
+namespace http = boost::beast::http;
+
+TEST(Router, EveryEndpointWithItsMethod) {
+  const struct {
+    http::verb method;
+    std::string_view target;
+    Endpoint endpoint;
+  } cases[] = {
+      {http::verb::post, "/v1/chat/completions", Endpoint::kChatCompletions},
+      {http::verb::post, "/v1/completions", Endpoint::kCompletions},
+      {http::verb::get, "/v1/models", Endpoint::kModels},
+      {http::verb::get, "/v1/models/smol", Endpoint::kModel},
+      {http::verb::post, "/tokenize", Endpoint::kTokenize},
+      {http::verb::post, "/detokenize", Endpoint::kDetokenize},
+      {http::verb::get, "/health", Endpoint::kHealth},
+      {http::verb::get, "/metrics", Endpoint::kMetrics},
+  };
+  for (const auto& c : cases) {
+    const RouteMatch match = route(c.method, c.target);
+    ASSERT_TRUE(match.endpoint.has_value()) << c.target;
+    EXPECT_EQ(*match.endpoint, c.endpoint) << c.target;
+    EXPECT_TRUE(match.path_exists);
+  }
+}
+
+TEST(Router, QueryStringIsIgnored) {
+  const RouteMatch match = route(http::verb::get, "/metrics?name=x#frag");
+  ASSERT_TRUE(match.endpoint.has_value());
+  EXPECT_EQ(*match.endpoint, Endpoint::kMetrics);
+}
+
+TEST(Router, WrongMethodIsKnownPathWithAllow) {
+  RouteMatch match = route(http::verb::get, "/v1/chat/completions");
+  EXPECT_FALSE(match.endpoint.has_value());
+  EXPECT_TRUE(match.path_exists);
+  EXPECT_EQ(match.allow, "POST");
+  match = route(http::verb::delete_, "/v1/models/x");
+  EXPECT_FALSE(match.endpoint.has_value());
+  EXPECT_TRUE(match.path_exists);
+  EXPECT_EQ(match.allow, "GET");
+  EXPECT_TRUE(match.model_id.empty());
+}
+
+TEST(Router, UnknownPathsAreNotFound) {
+  for (const std::string_view target :
+       {"/", "/v1", "/v1/models/", "/v1/chat/completions/", "/v2/completions", "/healthz",
+        "/v1/models/%zz", "/v1/models/a%00b", "/v1/models/a%2"}) {
+    const RouteMatch match = route(http::verb::get, target);
+    EXPECT_FALSE(match.endpoint.has_value()) << target;
+    EXPECT_FALSE(match.path_exists) << target;
+  }
+}
+
+TEST(Router, ModelIdsMayHoldSlashesAndEscapes) {
+  RouteMatch match = route(http::verb::get, "/v1/models/HuggingFaceTB/SmolLM2-135M");
+  ASSERT_TRUE(match.endpoint.has_value());
+  EXPECT_EQ(match.model_id, "HuggingFaceTB/SmolLM2-135M");
+  match = route(http::verb::get, "/v1/models/my%20model%2Fq4?x=1");
+  EXPECT_EQ(match.model_id, "my model/q4");
+}
+
+TEST(Router, PercentDecode) {
+  EXPECT_EQ(percent_decode("a%41%62c"), "aAbc");
+  EXPECT_EQ(percent_decode(""), "");
+  EXPECT_FALSE(percent_decode("%").has_value());
+  EXPECT_FALSE(percent_decode("%4").has_value());
+  EXPECT_FALSE(percent_decode("%g1").has_value());
+  EXPECT_FALSE(percent_decode("%00").has_value());
+}
+
+TEST(Router, LabelsArePathPatterns) {
+  EXPECT_EQ(endpoint_label(Endpoint::kModel), "/v1/models/{id}");
+  EXPECT_EQ(endpoint_label(Endpoint::kChatCompletions), "/v1/chat/completions");
+}
+
+}  // namespace
+}  // namespace pagoda::server
