@@ -40,6 +40,10 @@ bool EngineCore::step(std::vector<Delivery>& out) {
   n_batched_tokens_ += plan.n_tokens;
 
   gather_sequences(plan);
+  for (const ScheduledRequest& entry : plan.scheduled) {
+    const auto processor = processors_.find(entry.id);
+    if (processor != processors_.end()) processor->second.mark_scheduled(start);
+  }
   Expected<StepLogits> logits = runner_.execute(plan.block_copies, sequences_);
   const Clock::time_point ran = Clock::now();
   timings_.forward += seconds_between(scheduled, ran);

@@ -29,6 +29,9 @@ struct RequestOutput {
   int32_t n_prompt_tokens = 0;
   int32_t n_generated_tokens = 0;        // so far, new_tokens included
   int32_t n_cached_prompt_tokens = 0;    // prompt tokens found in the prefix cache
+  // On a request's first output only (else -1): seconds from Engine::add to the start of
+  // the first step that scheduled it, the time it waited in the queue.
+  double queued_seconds = -1.0;
   std::string error;                     // set (with finish kAbort) when the engine failed it
 };
 

@@ -36,10 +36,19 @@ RequestProcessor::RequestProcessor(RequestId id, int32_t n_prompt_tokens, Sample
       stop_(std::move(stop)),
       detokenizer_(std::move(detokenizer)) {}
 
-RequestOutput RequestProcessor::new_output() const {
+void RequestProcessor::mark_scheduled(std::chrono::steady_clock::time_point now) {
+  if (queued_seconds_ >= 0.0) return;
+  queued_seconds_ = std::max(std::chrono::duration<double>(now - created_).count(), 0.0);
+}
+
+RequestOutput RequestProcessor::new_output() {
   RequestOutput output;
   output.id = id_;
   output.n_prompt_tokens = n_prompt_tokens_;
+  if (!sent_first_output_) {
+    sent_first_output_ = true;
+    output.queued_seconds = queued_seconds_;
+  }
   return output;
 }
 

@@ -6,6 +6,7 @@
 // token, the text now safe to show, its log-probabilities when asked, and the finish
 // reason once it ends.
 
+#include <chrono>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -42,19 +43,27 @@ class RequestProcessor {
   // still held back, finish kAbort, and `error` when the engine failed it.
   RequestOutput abort(std::string error);
 
+  // The request's first step starts at `now` (later calls are ignored): its first output
+  // reports the time since the processor was made (when the request was added).
+  void mark_scheduled(std::chrono::steady_clock::time_point now);
+
   RequestId id() const { return id_; }
   int32_t n_generated() const { return stop_.n_generated(); }
 
  private:
   RequestProcessor(RequestId id, int32_t n_prompt_tokens, Sampler sampler, StopChecker stop,
                    tokenizer::StreamingDetokenizer detokenizer);
-  RequestOutput new_output() const;
+  // The next output's common fields; the first one carries the queue time.
+  RequestOutput new_output();
 
   RequestId id_;
   int32_t n_prompt_tokens_;
   Sampler sampler_;
   StopChecker stop_;
   tokenizer::StreamingDetokenizer detokenizer_;
+  std::chrono::steady_clock::time_point created_ = std::chrono::steady_clock::now();
+  double queued_seconds_ = -1.0;  // set by mark_scheduled
+  bool sent_first_output_ = false;
 };
 
 }  // namespace pagoda::engine

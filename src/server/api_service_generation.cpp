@@ -43,6 +43,7 @@ struct ChoiceState {
   Clock::time_point first_token{};
   Clock::time_point last_token{};
   int32_t n_tokens = 0;
+  double queued_seconds = -1.0;  // from the engine's first output of the choice
 };
 
 class GenerationRun {
@@ -108,6 +109,7 @@ class GenerationRun {
     if (it == choice_of_.end()) return nullptr;
     ChoiceState& choice = choices_[static_cast<size_t>(it->second)];
     const Clock::time_point now = Clock::now();
+    if (output.queued_seconds >= 0.0) choice.queued_seconds = output.queued_seconds;
     if (!output.new_tokens.empty()) {
       if (choice.n_tokens == 0) choice.first_token = now;
       choice.last_token = now;
@@ -291,6 +293,7 @@ class GenerationRun {
     outcome_.completion_tokens = totals.completion_tokens;
     outcome_.cached_prompt_tokens = totals.cached_prompt_tokens;
     for (const ChoiceState& choice : choices_) {
+      if (choice.queued_seconds >= 0.0) metrics.observe_queue_time(choice.queued_seconds);
       if (choice.n_tokens == 0) continue;
       metrics.observe_ttft(seconds_between(arrival_, choice.first_token));
       if (choice.n_tokens > 1) {

@@ -55,6 +55,7 @@ def test_metrics_after_a_request():
     check_equal(delta("pagoda_time_to_first_token_seconds_count"), 1.0, "ttft observed")
     check_equal(delta("pagoda_time_per_output_token_seconds_count"), 1.0, "tpot observed")
     check_equal(delta("pagoda_e2e_request_latency_seconds_count"), 1.0, "e2e observed")
+    check_equal(delta("pagoda_request_queue_time_seconds_count"), 1.0, "queue time observed")
     for gauge in ("pagoda_num_requests_running", "pagoda_num_requests_waiting",
                   "pagoda_kv_cache_usage_ratio", "pagoda_prefix_cache_queries_total",
                   "pagoda_prefix_cache_hits_total", "pagoda_num_preemptions_total"):

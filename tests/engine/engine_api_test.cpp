@@ -217,6 +217,10 @@ TEST_F(EngineApi, ReportsLogprobsPerToken) {
       EXPECT_LE(out.logprobs[i].logprob, 0.0f);
     }
   }
+  // The first output says how long the request waited for its first step; no later one.
+  EXPECT_GE(r.outputs.front().queued_seconds, 0.0);
+  EXPECT_LT(r.outputs.front().queued_seconds, 60.0);
+  for (size_t i = 1; i < r.outputs.size(); ++i) EXPECT_EQ(r.outputs[i].queued_seconds, -1.0);
 }
 
 // Four threads add eight requests each at once; every request gets its own id and the
