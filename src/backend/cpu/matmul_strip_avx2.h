@@ -72,11 +72,12 @@ inline void interleave_rows(const __m256i rows[8], __m256i* out) {
   }
 }
 
-// Adds b to the running sum a and pins the result in a register: without the empty asm
-// the compiler re-associates the chain of adds into a tree, which needs more registers
-// than there are and spills the products to the stack.
-inline void accumulate_epi16(__m256i& a, __m256i b) {
-  a = _mm256_add_epi16(a, b);
+// Adds b to the running sum a (or, on the first step of a run, starts it with b) and pins
+// the result in a register: without the empty asm the compiler re-associates the chain
+// of adds into a tree, which needs more registers than there are and spills the products
+// to the stack. `first` is known at compile time where the loops are unrolled.
+inline void accumulate_epi16(__m256i& a, __m256i b, bool first) {
+  a = first ? b : _mm256_add_epi16(a, b);
   asm("" : "+x"(a));
 }
 

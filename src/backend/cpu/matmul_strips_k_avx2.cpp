@@ -127,13 +127,14 @@ struct ScaleMinFormat {
   template <int C>
   static void add_sub_block(const Strip& s, const BlockQ8_K* const* a, int64_t b, int sub, __m256i* sum) {
     const __m256i scale = load256(s.scales[sub]);
-    for (int k0 = 0; k0 < 8; k0 += kChunks) {
+    #pragma GCC unroll 8
+      for (int k0 = 0; k0 < 8; k0 += kChunks) {
       __m256i part[C];
-      for (int j = 0; j < C; ++j) part[j] = _mm256_setzero_si256();
-      for (int k = k0; k < k0 + kChunks; ++k) {
+      #pragma GCC unroll 8
+        for (int k = k0; k < k0 + kChunks; ++k) {
         const __m256i w = load256(s.qs[sub][k]);
         for (int j = 0; j < C; ++j) {
-          accumulate_epi16(part[j], _mm256_maddubs_epi16(w, broadcast4(a[j][b].qs + 32 * sub + 4 * k)));
+          accumulate_epi16(part[j], _mm256_maddubs_epi16(w, broadcast4(a[j][b].qs + 32 * sub + 4 * k)), k == k0);
         }
       }
       for (int j = 0; j < C; ++j) sum[j] = _mm256_add_epi32(sum[j], _mm256_madd_epi16(part[j], scale));

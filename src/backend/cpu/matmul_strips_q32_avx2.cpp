@@ -79,10 +79,8 @@ void repack32(const TileJob& job, int64_t row, int n_rows, Strip32* strip) {
   }
 }
 
-// Symmetric formats: signed values, |w| * sign(a, w) through maddubs. int16 partial sums
-// are carried over kChunks steps of 4 values before widening (kChunks * 2 * |w|max * 127
-// must stay below 32768).
-template <class Values, int kChunks>
+// Symmetric formats: signed values, |w| * sign(a, w) through maddubs.
+template <class Values>
 struct SignedFormat {
   using Strip = Strip32;
   static void repack(const TileJob& job, int64_t row, int n_rows, Strip* strip) {
@@ -119,18 +117,16 @@ struct SignedFormat {
     for (int64_t b = 0; b < job.n_in / quant::kQK; ++b) {
       __m256i sum[C];
       for (int j = 0; j < C; ++j) sum[j] = _mm256_setzero_si256();
-      for (int k0 = 0; k0 < 8; k0 += kChunks) {
-        __m256i part[C];
-        for (int j = 0; j < C; ++j) part[j] = _mm256_setzero_si256();
-        for (int k = k0; k < k0 + kChunks; ++k) {
-          const __m256i w = load256(strip[b].qs[k]);
-          const __m256i w_abs = _mm256_sign_epi8(w, w);
-          for (int j = 0; j < C; ++j) {
-            const __m256i av = _mm256_sign_epi8(broadcast4(a[j][b].qs + 4 * k), w);
-            accumulate_epi16(part[j], _mm256_maddubs_epi16(w_abs, av));
-          }
+      // |w| * |a| can reach 127 * 127, so the pairs of each step widen to int32 at once.
+      // Rolled: unrolled, the compiler would sum the steps as a tree, spilling them.
+#pragma GCC unroll 1
+      for (int k = 0; k < 8; ++k) {
+        const __m256i w = load256(strip[b].qs[k]);
+        const __m256i w_abs = _mm256_sign_epi8(w, w);
+        for (int j = 0; j < C; ++j) {
+          const __m256i av = _mm256_sign_epi8(broadcast4(a[j][b].qs + 4 * k), w);
+          sum[j] = _mm256_add_epi32(sum[j], quad_sums(_mm256_maddubs_epi16(w_abs, av)));
         }
-        for (int j = 0; j < C; ++j) sum[j] = _mm256_add_epi32(sum[j], quad_sums(part[j]));
       }
       const __m256 d = _mm256_loadu_ps(strip[b].d);
       for (int j = 0; j < C; ++j) {
@@ -183,13 +179,14 @@ struct OffsetFormat {
     for (int64_t b = 0; b < job.n_in / quant::kQK; ++b) {
       __m256i sum[C];
       for (int j = 0; j < C; ++j) sum[j] = _mm256_set1_epi32(-Values::kOffset * sums[j][b]);
+      #pragma GCC unroll 8
       for (int k0 = 0; k0 < 8; k0 += kChunks) {
         __m256i part[C];
-        for (int j = 0; j < C; ++j) part[j] = _mm256_setzero_si256();
+        #pragma GCC unroll 8
         for (int k = k0; k < k0 + kChunks; ++k) {
           const __m256i w = load256(strip[b].qs[k]);
           for (int j = 0; j < C; ++j) {
-            accumulate_epi16(part[j], _mm256_maddubs_epi16(w, broadcast4(a[j][b].qs + 4 * k)));
+            accumulate_epi16(part[j], _mm256_maddubs_epi16(w, broadcast4(a[j][b].qs + 4 * k)), k == k0);
           }
         }
         for (int j = 0; j < C; ++j) sum[j] = _mm256_add_epi32(sum[j], quad_sums(part[j]));
@@ -244,13 +241,14 @@ struct MinFormat {
     for (int64_t b = 0; b < job.n_in / quant::kQK; ++b) {
       __m256i sum[C];
       for (int j = 0; j < C; ++j) sum[j] = _mm256_setzero_si256();
+      #pragma GCC unroll 8
       for (int k0 = 0; k0 < 8; k0 += kChunks) {
         __m256i part[C];
-        for (int j = 0; j < C; ++j) part[j] = _mm256_setzero_si256();
+        #pragma GCC unroll 8
         for (int k = k0; k < k0 + kChunks; ++k) {
           const __m256i w = load256(strip[b].qs[k]);
           for (int j = 0; j < C; ++j) {
-            accumulate_epi16(part[j], _mm256_maddubs_epi16(w, broadcast4(a[j][b].qs + 4 * k)));
+            accumulate_epi16(part[j], _mm256_maddubs_epi16(w, broadcast4(a[j][b].qs + 4 * k)), k == k0);
           }
         }
         for (int j = 0; j < C; ++j) sum[j] = _mm256_add_epi32(sum[j], quad_sums(part[j]));
@@ -267,9 +265,9 @@ struct MinFormat {
 
 }  // namespace
 
-// |w| <= 127 (Q8_0, IQ4_NL): one step of 2 * 127 * 127 fits int16.
-void tile_q8_0(const TileJob& job) { run_strips<SignedFormat<Q8_0Values, 1>>(job); }
-void tile_iq4_nl(const TileJob& job) { run_strips<SignedFormat<IQ4_NLValues, 1>>(job); }
+// |w| <= 127 (Q8_0, IQ4_NL): one step of 2 * 127 * 127 fits int16, not two.
+void tile_q8_0(const TileJob& job) { run_strips<SignedFormat<Q8_0Values>>(job); }
+void tile_iq4_nl(const TileJob& job) { run_strips<SignedFormat<IQ4_NLValues>>(job); }
 // q <= 15: 8 steps of 2 * 15 * 127 fit int16; q <= 31: 4 steps of 2 * 31 * 127.
 void tile_q4_0(const TileJob& job) { run_strips<OffsetFormat<Q4_0Values, 8>>(job); }
 void tile_q5_0(const TileJob& job) { run_strips<OffsetFormat<Q5_0Values, 4>>(job); }

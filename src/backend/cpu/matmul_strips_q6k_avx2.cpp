@@ -115,14 +115,14 @@ struct Q6_KFormat {
       for (int j = 0; j < C; ++j) sum[j] = _mm256_setzero_si256();
       // Steps of 8 values: 2 * 63 * 127 per maddubs lane, two of them fit int16.
       for (int c = 0; c < 8; ++c) {
+        #pragma GCC unroll 4
         for (int k0 = 0; k0 < 8; k0 += 2) {
           const __m256i scale = load256(s.scales[2 * c + k0 / 4]);
           __m256i part[C];
-          for (int j = 0; j < C; ++j) part[j] = _mm256_setzero_si256();
           for (int k = k0; k < k0 + 2; ++k) {
             const __m256i w = load256(s.qs[c][k]);
             for (int j = 0; j < C; ++j) {
-              accumulate_epi16(part[j], _mm256_maddubs_epi16(w, broadcast4(a[j][b].qs + 32 * c + 4 * k)));
+              accumulate_epi16(part[j], _mm256_maddubs_epi16(w, broadcast4(a[j][b].qs + 32 * c + 4 * k)), k == k0);
             }
           }
           for (int j = 0; j < C; ++j) sum[j] = _mm256_add_epi32(sum[j], _mm256_madd_epi16(part[j], scale));
