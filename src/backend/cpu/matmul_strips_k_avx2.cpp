@@ -75,43 +75,65 @@ struct ScaleMinFormat {
     }
   }
 
-  // One token, the blocks as stored: per row the exact integer sums over the super-block
-  // (the scaled sub-block dots, and the minimums' share), then the f32 steps of multiply.
+  // One token, the blocks as stored: per row and super-block the exact integer sums (the
+  // scaled sub-block dots, and the minimums' share), then the f32 steps of multiply for
+  // the 8 rows at once. The rows are read one after the other, each from start to end, so
+  // that the weights stream from memory in address order (8 rows side by side would be 8
+  // streams, more than the hardware prefetcher follows); their partial sums wait in
+  // scratch, [n_blocks][8] vectors, for the f32 steps.
   static __m256 gemv(const TileJob& job, int64_t row, int n_rows, int64_t col) {
     using Block = typename Values::Block;
     const Block* w[kStripRows];
     strip_rows(job, row, n_rows, w);
     const BlockQ8_K* a = activation_row<BlockQ8_K>(job, col);
-    __m256 acc = _mm256_setzero_ps(), acc_min = _mm256_setzero_ps();
-    for (int64_t b = 0; b < job.n_in / kQK_K; ++b) {
+    const int64_t n_blocks = job.n_in / kQK_K;
+    __m256i* sums = gemv_sums(job);                                         // [n_blocks][8]
+    auto* min_dots = reinterpret_cast<__m128i*>(sums + kStripRows * n_blocks);  // [n_blocks][8]
+    auto* group_sums = min_dots + kStripRows * n_blocks;                     // [n_blocks]
+    for (int64_t b = 0; b < n_blocks; ++b) {
       // Sums of the activations over each sub-block of 32 values, as int16.
-      const __m128i group_sums = _mm_hadd_epi16(load128(a[b].bsums), load128(a[b].bsums + 8));
-      __m256i sums[kStripRows];
-      __m128i min_dots[kStripRows];
-      for (int r = 0; r < kStripRows; ++r) {
-        prefetch_next_strip(job, w[r][b].qs);
-        prefetch_next_strip(job, w[r][b].qs + 64);
-        prefetch_next_strip(job, w[r][b].qs + 128);
-        sums[r] = row_sum(w[r][b], a[b], group_sums, min_dots[r]);
+      group_sums[b] = _mm_hadd_epi16(load128(a[b].bsums), load128(a[b].bsums + 8));
+    }
+    for (int r = 0; r < kStripRows; ++r) {
+      for (int64_t b = 0; b < n_blocks; ++b) {
+        prefetch_ahead(w[r][b].qs);
+        prefetch_ahead(w[r][b].qs + 64);
+        prefetch_ahead(w[r][b].qs + 128);
+        sums[kStripRows * b + r] = row_sum(w[r][b], a[b], group_sums[b], min_dots[kStripRows * b + r]);
       }
+    }
+    __m256 acc = _mm256_setzero_ps(), acc_min = _mm256_setzero_ps();
+    for (int64_t b = 0; b < n_blocks; ++b) {
       const __m256 ad = _mm256_set1_ps(a[b].d);
       static_assert(offsetof(Block, dmin) == offsetof(Block, d) + sizeof(quant::half));
       __m256 d, dmin;
       strip_half_pairs(w, b, offsetof(Block, d), d, dmin);
-      acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(row_totals(sums)), _mm256_mul_ps(d, ad), acc);
-      acc_min = _mm256_fmadd_ps(_mm256_cvtepi32_ps(row_totals(min_dots)), _mm256_mul_ps(dmin, ad), acc_min);
+      acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(row_totals(sums + kStripRows * b)), _mm256_mul_ps(d, ad), acc);
+      acc_min = _mm256_fmadd_ps(_mm256_cvtepi32_ps(row_totals(min_dots + kStripRows * b)), _mm256_mul_ps(dmin, ad), acc_min);
     }
     return _mm256_sub_ps(acc, acc_min);
+  }
+
+  // The 8 scales and 8 minimums of a super-block as 16 bytes (quant::dot_scales::unpack_q4_K
+  // in registers: the scalar form goes through memory, and stalls on the reload). `packed`
+  // is the 12 scale bytes b0..b11; 16 bytes are read from it, which stay inside the block.
+  static __m128i unpack_scales(const uint8_t* packed) {
+    const __m128i v = load128(packed);
+    // [b0..b3, b8..b11, b4..b7, b8..b11]: scales 0..3, low bits of scales 4..7, mins 0..3,
+    // low bits of mins 4..7 (the high nibbles of b8..b11).
+    const __m128i x = _mm_shuffle_epi8(v, _mm_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11));
+    const __m128i low = _mm_or_si128(
+        _mm_and_si128(x, _mm_setr_epi8(63, 63, 63, 63, 15, 15, 15, 15, 63, 63, 63, 63, 0, 0, 0, 0)),
+        _mm_and_si128(_mm_srli_epi16(x, 4), _mm_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 15, 15, 15, 15)));
+    // The top 2 bits of b0..b3 (b4..b7) are bits 4..5 of scales (mins) 4..7.
+    const __m128i top = _mm_shuffle_epi8(v, _mm_setr_epi8(-1, -1, -1, -1, 0, 1, 2, 3, -1, -1, -1, -1, 4, 5, 6, 7));
+    return _mm_or_si128(low, _mm_and_si128(_mm_srli_epi16(top, 2), _mm_set1_epi8(0x30)));
   }
 
   // One row's super-block against the activations: 8 int32 partial sums of
   // sum_s scale_s * dot(sub-block s), and in min_dot 4 of sum_s min_s * sum(a over s).
   static __m256i row_sum(const typename Values::Block& w, const BlockQ8_K& a, __m128i group_sums, __m128i& min_dot) {
-    alignas(16) uint32_t packed[4];  // 8 scales then 8 mins, a byte each
-    quant::dot_scales::unpack_q4_K(w.scales, packed);
-    const __m256i scales_and_mins =
-        _mm256_cvtepu8_epi16(_mm_set_epi32(static_cast<int>(packed[3]), static_cast<int>(packed[2]),
-                                           static_cast<int>(packed[1]), static_cast<int>(packed[0])));
+    const __m256i scales_and_mins = _mm256_cvtepu8_epi16(unpack_scales(w.scales));
     min_dot = _mm_madd_epi16(_mm256_extracti128_si256(scales_and_mins, 1), group_sums);
     const __m128i scales = _mm256_castsi256_si128(scales_and_mins);
     const __m256i both = _mm256_set_m128i(scales, scales);

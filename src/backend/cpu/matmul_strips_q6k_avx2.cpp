@@ -21,8 +21,14 @@ inline __m256i q6_values(const BlockQ6_K& b, int c) {
   const int n = c / 4, m = c % 4;
   const __m256i ql = load256(b.ql + 64 * n + 32 * (m % 2));
   const __m256i low = _mm256_and_si256(m >= 2 ? _mm256_srli_epi16(ql, 4) : ql, _mm256_set1_epi8(0x0f));
-  const __m256i qh = _mm256_and_si256(_mm256_srli_epi16(load256(b.qh + 32 * n), 2 * m), _mm256_set1_epi8(3));
-  return _mm256_or_si256(low, _mm256_slli_epi16(qh, 4));
+  // Bits 2m..2m+1 of each qh byte moved to bits 4..5 by one 16-bit shift; the bits the
+  // shift brings in from the neighbouring byte fall outside the mask.
+  const __m256i qh = load256(b.qh + 32 * n);
+  const __m256i moved = m == 0   ? _mm256_slli_epi16(qh, 4)
+                        : m == 1 ? _mm256_slli_epi16(qh, 2)
+                        : m == 2 ? qh
+                                 : _mm256_srli_epi16(qh, 2);
+  return _mm256_or_si256(low, _mm256_and_si256(moved, _mm256_set1_epi8(0x30)));
 }
 
 struct StripQ6 {
@@ -57,21 +63,25 @@ struct Q6_KFormat {
     }
   }
 
-  // One token, the blocks as stored: per row the exact integer total of the super-block
-  // (offset included), then the f32 step of multiply.
+  // One token, the blocks as stored: per row the exact integer total of each super-block
+  // (offset included), rows one after the other (see gemv_sums), then the f32 step of
+  // multiply for the 8 rows at once.
   static __m256 gemv(const TileJob& job, int64_t row, int n_rows, int64_t col) {
     const BlockQ6_K* w[kStripRows];
     strip_rows(job, row, n_rows, w);
     const BlockQ8_K* a = activation_row<BlockQ8_K>(job, col);
-    __m256 acc = _mm256_setzero_ps();
-    for (int64_t b = 0; b < job.n_in / kQK_K; ++b) {
-      __m256i sums[kStripRows];
-      for (int r = 0; r < kStripRows; ++r) {
-        for (int line = 0; line < 4; ++line) prefetch_next_strip(job, w[r][b].ql + 64 * line);
-        sums[r] = row_sum(w[r][b], a[b]);
+    const int64_t n_blocks = job.n_in / kQK_K;
+    __m256i* sums = gemv_sums(job);
+    for (int r = 0; r < kStripRows; ++r) {
+      for (int64_t b = 0; b < n_blocks; ++b) {
+        for (int line = 0; line < 4; ++line) prefetch_ahead(w[r][b].ql + 64 * line);
+        sums[kStripRows * b + r] = row_sum(w[r][b], a[b]);
       }
+    }
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t b = 0; b < n_blocks; ++b) {
       const __m256 d = strip_halves(w, b, offsetof(BlockQ6_K, d));
-      acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(row_totals(sums)), _mm256_mul_ps(d, _mm256_set1_ps(a[b].d)), acc);
+      acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(row_totals(sums + kStripRows * b)), _mm256_mul_ps(d, _mm256_set1_ps(a[b].d)), acc);
     }
     return acc;
   }
