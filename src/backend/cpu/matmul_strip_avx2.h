@@ -23,6 +23,10 @@ namespace {
 
 constexpr int kStripRows = 8;
 constexpr int kStripCols = 4;  // tokens per micro-kernel call
+// Tokens per call of a Format's multiply_pair, which runs two strips (16 rows) at once:
+// each broadcast of activations then feeds two multiplies instead of one (the broadcasts,
+// not the multiplies, limit the one-strip kernel on AVX2).
+constexpr int kStripPairCols = 2;
 
 inline __m256i load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 inline __m128i load128(const void* p) { return _mm_loadu_si128(static_cast<const __m128i*>(p)); }
@@ -224,11 +228,35 @@ void run_strips(const TileJob& job) {
     Format::repack(job, row, rows_at(row), strips + row / kStripRows * strip_length);
   }
   const int64_t pass = job.cols_per_pass > 0 ? job.cols_per_pass : job.n_cols;
+  constexpr bool kHasPairs = requires(const TileJob& j, const Strip* s, __m256* acc) {
+    Format::template multiply_pair<kStripPairCols>(j, s, s, int64_t{0}, acc);
+  };
   for (int64_t first = 0; first < job.n_cols; first += pass) {
     const int64_t last = std::min(first + pass, job.n_cols);
     for (int64_t row = 0; row < job.n_rows; row += kStripRows) {
       const Strip* strip = strips + row / kStripRows * strip_length;
       int64_t col = first;
+      if constexpr (kHasPairs) {
+        if (row + kStripRows < job.n_rows) {  // two strips: 16 rows against kStripPairCols tokens at once
+          const Strip* next = strip + strip_length;
+          for (; col + kStripPairCols <= last; col += kStripPairCols) {
+            __m256 acc[2 * kStripPairCols];
+            Format::template multiply_pair<kStripPairCols>(job, strip, next, col, acc);
+            for (int j = 0; j < kStripPairCols; ++j) {
+              store_strip(job, row, col + j, kStripRows, acc[j]);
+              store_strip(job, row + kStripRows, col + j, rows_at(row + kStripRows), acc[kStripPairCols + j]);
+            }
+          }
+          for (; col < last; ++col) {
+            __m256 acc[2];
+            Format::template multiply_pair<1>(job, strip, next, col, acc);
+            store_strip(job, row, col, kStripRows, acc[0]);
+            store_strip(job, row + kStripRows, col, rows_at(row + kStripRows), acc[1]);
+          }
+          row += kStripRows;
+          continue;
+        }
+      }
       for (; col + kStripCols <= last; col += kStripCols) {
         __m256 acc[kStripCols];
         Format::template multiply<kStripCols>(job, strip, col, acc);

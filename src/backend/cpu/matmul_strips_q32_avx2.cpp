@@ -261,6 +261,43 @@ struct MinFormat {
       }
     }
   }
+
+  // multiply for two strips (16 rows) at once: acc[h * C + j] is strip h, token j. The
+  // same integer sums and f32 steps as multiply, so the same bits.
+  // (Values < 16 only: one int16 run per block.)
+  template <int C>
+    requires(kChunks == 8)
+  static void multiply_pair(const TileJob& job, const Strip* first, const Strip* second, int64_t col, __m256* acc) {
+    const BlockQ8_1* a[C];
+    const float* scales[C];  // d and s of each block
+    for (int j = 0; j < C; ++j) {
+      a[j] = activation_row<BlockQ8_1>(job, col + j);
+      scales[j] = activation_scales(job, col + j);
+      acc[j] = acc[C + j] = _mm256_setzero_ps();
+    }
+    for (int64_t b = 0; b < job.n_in / quant::kQK; ++b) {
+      __m256i part[2 * C];
+      #pragma GCC unroll 8
+      for (int k = 0; k < 8; ++k) {
+        const __m256i w0 = load256(first[b].qs[k]), w1 = load256(second[b].qs[k]);
+        for (int j = 0; j < C; ++j) {
+          const __m256i av = broadcast4(a[j][b].qs + 4 * k);
+          accumulate_epi16(part[j], _mm256_maddubs_epi16(w0, av), k == 0);
+          accumulate_epi16(part[C + j], _mm256_maddubs_epi16(w1, av), k == 0);
+        }
+      }
+      const Strip* strips[2] = {first + b, second + b};
+      for (int h = 0; h < 2; ++h) {
+        const __m256 d = _mm256_loadu_ps(strips[h]->d), m = _mm256_loadu_ps(strips[h]->m);
+        for (int j = 0; j < C; ++j) {
+          const __m256i sum = _mm256_add_epi32(_mm256_setzero_si256(), quad_sums(part[h * C + j]));
+          const __m256 scale = _mm256_mul_ps(d, _mm256_broadcast_ss(scales[j] + 2 * b));
+          acc[h * C + j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), scale, acc[h * C + j]);
+          acc[h * C + j] = _mm256_fmadd_ps(m, _mm256_broadcast_ss(scales[j] + 2 * b + 1), acc[h * C + j]);
+        }
+      }
+    }
+  }
 };
 
 }  // namespace
