@@ -62,6 +62,23 @@ struct Strip32 {
   float m[kStripRows];  // minimums (Q4_1 / Q5_1), else unused
 };
 
+// One block of two strips (16 rows) against C tokens, for values < 16 (8 steps of
+// 2 * 15 * 127 fit int16): part[h * C + j] holds strip h's int16 pair sums for token j.
+// Each broadcast of 4 activation bytes feeds both strips' multiplies.
+template <int C, class ActivationBlock>
+inline void pair_block_parts(const Strip32& first, const Strip32& second, const ActivationBlock* const* a, int64_t b,
+                             __m256i* part) {
+  #pragma GCC unroll 8
+  for (int k = 0; k < 8; ++k) {
+    const __m256i w0 = load256(first.qs[k]), w1 = load256(second.qs[k]);
+    for (int j = 0; j < C; ++j) {
+      const __m256i av = broadcast4(a[j][b].qs + 4 * k);
+      accumulate_epi16(part[j], _mm256_maddubs_epi16(w0, av), k == 0);
+      accumulate_epi16(part[C + j], _mm256_maddubs_epi16(w1, av), k == 0);
+    }
+  }
+}
+
 template <class Values, bool kHasMin>
 void repack32(const TileJob& job, int64_t row, int n_rows, Strip32* strip) {
   using Block = typename Values::Block;
@@ -137,6 +154,22 @@ struct SignedFormat {
   }
 };
 
+// The activations of tokens col..col + C - 1 as the offset formats read them: each
+// token's blocks, the sums of its blocks' quants, and its blocks' scales as f32.
+template <int C>
+struct OffsetTokens {
+  const BlockQ8_0* a[C];
+  const int32_t* sums[C];
+  const float* scales[C];
+  OffsetTokens(const TileJob& job, int64_t col) {
+    for (int j = 0; j < C; ++j) {
+      a[j] = activation_row<BlockQ8_0>(job, col + j);
+      sums[j] = job.a_sums + static_cast<size_t>(col + j) * job.a_sums_stride;
+      scales[j] = activation_scales(job, col + j);
+    }
+  }
+};
+
 // Offset formats: unsigned values q (< 32) standing for q - offset; per block the exact
 // sum(q a) - offset * sum(a), with sum(a) from TileJob::a_sums.
 template <class Values, int kChunks>
@@ -167,18 +200,11 @@ struct OffsetFormat {
   }
   template <int C>
   static void multiply(const TileJob& job, const Strip* strip, int64_t col, __m256* acc) {
-    const BlockQ8_0* a[C];
-    const int32_t* sums[C];
-    const float* scales[C];
-    for (int j = 0; j < C; ++j) {
-      a[j] = activation_row<BlockQ8_0>(job, col + j);
-      sums[j] = job.a_sums + static_cast<size_t>(col + j) * job.a_sums_stride;
-      scales[j] = activation_scales(job, col + j);
-      acc[j] = _mm256_setzero_ps();
-    }
+    const OffsetTokens<C> t(job, col);
+    for (int j = 0; j < C; ++j) acc[j] = _mm256_setzero_ps();
     for (int64_t b = 0; b < job.n_in / quant::kQK; ++b) {
       __m256i sum[C];
-      for (int j = 0; j < C; ++j) sum[j] = _mm256_set1_epi32(-Values::kOffset * sums[j][b]);
+      for (int j = 0; j < C; ++j) sum[j] = _mm256_set1_epi32(-Values::kOffset * t.sums[j][b]);
       #pragma GCC unroll 8
       for (int k0 = 0; k0 < 8; k0 += kChunks) {
         __m256i part[C];
@@ -186,15 +212,37 @@ struct OffsetFormat {
         for (int k = k0; k < k0 + kChunks; ++k) {
           const __m256i w = load256(strip[b].qs[k]);
           for (int j = 0; j < C; ++j) {
-            accumulate_epi16(part[j], _mm256_maddubs_epi16(w, broadcast4(a[j][b].qs + 4 * k)), k == k0);
+            accumulate_epi16(part[j], _mm256_maddubs_epi16(w, broadcast4(t.a[j][b].qs + 4 * k)), k == k0);
           }
         }
         for (int j = 0; j < C; ++j) sum[j] = _mm256_add_epi32(sum[j], quad_sums(part[j]));
       }
       const __m256 d = _mm256_loadu_ps(strip[b].d);
       for (int j = 0; j < C; ++j) {
-        const __m256 scale = _mm256_mul_ps(d, _mm256_broadcast_ss(scales[j] + b));
+        const __m256 scale = _mm256_mul_ps(d, _mm256_broadcast_ss(t.scales[j] + b));
         acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum[j]), scale, acc[j]);
+      }
+    }
+  }
+
+  // multiply for two strips (16 rows) at once: acc[h * C + j] is strip h, token j. The
+  // same integer sums and f32 steps as multiply, so the same bits. (Values < 16 only: one
+  // int16 run per block.)
+  template <int C>
+    requires(kChunks == 8)
+  static void multiply_pair(const TileJob& job, const Strip* first, const Strip* second, int64_t col, __m256* acc) {
+    const OffsetTokens<C> t(job, col);
+    for (int j = 0; j < 2 * C; ++j) acc[j] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < job.n_in / quant::kQK; ++b) {
+      __m256i part[2 * C];
+      pair_block_parts<C>(first[b], second[b], t.a, b, part);
+      const __m256 d[2] = {_mm256_loadu_ps(first[b].d), _mm256_loadu_ps(second[b].d)};
+      for (int h = 0; h < 2; ++h) {
+        for (int j = 0; j < C; ++j) {
+          const __m256i sum = _mm256_add_epi32(_mm256_set1_epi32(-Values::kOffset * t.sums[j][b]), quad_sums(part[h * C + j]));
+          const __m256 scale = _mm256_mul_ps(d[h], _mm256_broadcast_ss(t.scales[j] + b));
+          acc[h * C + j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), scale, acc[h * C + j]);
+        }
       }
     }
   }
@@ -263,8 +311,8 @@ struct MinFormat {
   }
 
   // multiply for two strips (16 rows) at once: acc[h * C + j] is strip h, token j. The
-  // same integer sums and f32 steps as multiply, so the same bits.
-  // (Values < 16 only: one int16 run per block.)
+  // same integer sums and f32 steps as multiply, so the same bits. (Values < 16 only: one
+  // int16 run per block.)
   template <int C>
     requires(kChunks == 8)
   static void multiply_pair(const TileJob& job, const Strip* first, const Strip* second, int64_t col, __m256* acc) {
@@ -277,15 +325,7 @@ struct MinFormat {
     }
     for (int64_t b = 0; b < job.n_in / quant::kQK; ++b) {
       __m256i part[2 * C];
-      #pragma GCC unroll 8
-      for (int k = 0; k < 8; ++k) {
-        const __m256i w0 = load256(first[b].qs[k]), w1 = load256(second[b].qs[k]);
-        for (int j = 0; j < C; ++j) {
-          const __m256i av = broadcast4(a[j][b].qs + 4 * k);
-          accumulate_epi16(part[j], _mm256_maddubs_epi16(w0, av), k == 0);
-          accumulate_epi16(part[C + j], _mm256_maddubs_epi16(w1, av), k == 0);
-        }
-      }
+      pair_block_parts<C>(first[b], second[b], a, b, part);
       const Strip* strips[2] = {first + b, second + b};
       for (int h = 0; h < 2; ++h) {
         const __m256 d = _mm256_loadu_ps(strips[h]->d), m = _mm256_loadu_ps(strips[h]->m);
