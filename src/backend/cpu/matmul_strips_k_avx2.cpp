@@ -150,10 +150,10 @@ struct ScaleMinFormat {
   static void add_sub_block(const Strip& s, const BlockQ8_K* const* a, int64_t b, int sub, __m256i* sum) {
     const __m256i scale = load256(s.scales[sub]);
     #pragma GCC unroll 8
-      for (int k0 = 0; k0 < 8; k0 += kChunks) {
+    for (int k0 = 0; k0 < 8; k0 += kChunks) {
       __m256i part[C];
       #pragma GCC unroll 8
-        for (int k = k0; k < k0 + kChunks; ++k) {
+      for (int k = k0; k < k0 + kChunks; ++k) {
         const __m256i w = load256(s.qs[sub][k]);
         for (int j = 0; j < C; ++j) {
           accumulate_epi16(part[j], _mm256_maddubs_epi16(w, broadcast4(a[j][b].qs + 32 * sub + 4 * k)), k == k0);

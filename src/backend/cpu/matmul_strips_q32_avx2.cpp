@@ -96,6 +96,24 @@ void repack32(const TileJob& job, int64_t row, int n_rows, Strip32* strip) {
   }
 }
 
+// The activations of tokens col..col + C - 1 as the multiply kernels read them: each
+// token's blocks, its blocks' scales as f32 (TileJob::a_scales: d, or for Q8_1 d then s)
+// and, for the offset
+// formats, the sums of its blocks' quants (TileJob::a_sums; null when the job has none).
+template <int C, class ActivationBlock>
+struct StripTokens {
+  const ActivationBlock* a[C];
+  const float* scales[C];
+  const int32_t* sums[C];
+  StripTokens(const TileJob& job, int64_t col) {
+    for (int j = 0; j < C; ++j) {
+      a[j] = activation_row<ActivationBlock>(job, col + j);
+      scales[j] = activation_scales(job, col + j);
+      sums[j] = job.a_sums == nullptr ? nullptr : job.a_sums + static_cast<size_t>(col + j) * job.a_sums_stride;
+    }
+  }
+};
+
 // Symmetric formats: signed values, |w| * sign(a, w) through maddubs.
 template <class Values>
 struct SignedFormat {
@@ -124,13 +142,8 @@ struct SignedFormat {
   }
   template <int C>
   static void multiply(const TileJob& job, const Strip* strip, int64_t col, __m256* acc) {
-    const BlockQ8_0* a[C];
-    const float* scales[C];
-    for (int j = 0; j < C; ++j) {
-      a[j] = activation_row<BlockQ8_0>(job, col + j);
-      scales[j] = activation_scales(job, col + j);
-      acc[j] = _mm256_setzero_ps();
-    }
+    const StripTokens<C, BlockQ8_0> t(job, col);
+    for (int j = 0; j < C; ++j) acc[j] = _mm256_setzero_ps();
     for (int64_t b = 0; b < job.n_in / quant::kQK; ++b) {
       __m256i sum[C];
       for (int j = 0; j < C; ++j) sum[j] = _mm256_setzero_si256();
@@ -141,31 +154,15 @@ struct SignedFormat {
         const __m256i w = load256(strip[b].qs[k]);
         const __m256i w_abs = _mm256_sign_epi8(w, w);
         for (int j = 0; j < C; ++j) {
-          const __m256i av = _mm256_sign_epi8(broadcast4(a[j][b].qs + 4 * k), w);
+          const __m256i av = _mm256_sign_epi8(broadcast4(t.a[j][b].qs + 4 * k), w);
           sum[j] = _mm256_add_epi32(sum[j], quad_sums(_mm256_maddubs_epi16(w_abs, av)));
         }
       }
       const __m256 d = _mm256_loadu_ps(strip[b].d);
       for (int j = 0; j < C; ++j) {
-        const __m256 scale = _mm256_mul_ps(d, _mm256_broadcast_ss(scales[j] + b));
+        const __m256 scale = _mm256_mul_ps(d, _mm256_broadcast_ss(t.scales[j] + b));
         acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum[j]), scale, acc[j]);
       }
-    }
-  }
-};
-
-// The activations of tokens col..col + C - 1 as the offset formats read them: each
-// token's blocks, the sums of its blocks' quants, and its blocks' scales as f32.
-template <int C>
-struct OffsetTokens {
-  const BlockQ8_0* a[C];
-  const int32_t* sums[C];
-  const float* scales[C];
-  OffsetTokens(const TileJob& job, int64_t col) {
-    for (int j = 0; j < C; ++j) {
-      a[j] = activation_row<BlockQ8_0>(job, col + j);
-      sums[j] = job.a_sums + static_cast<size_t>(col + j) * job.a_sums_stride;
-      scales[j] = activation_scales(job, col + j);
     }
   }
 };
@@ -200,7 +197,7 @@ struct OffsetFormat {
   }
   template <int C>
   static void multiply(const TileJob& job, const Strip* strip, int64_t col, __m256* acc) {
-    const OffsetTokens<C> t(job, col);
+    const StripTokens<C, BlockQ8_0> t(job, col);
     for (int j = 0; j < C; ++j) acc[j] = _mm256_setzero_ps();
     for (int64_t b = 0; b < job.n_in / quant::kQK; ++b) {
       __m256i sum[C];
@@ -231,7 +228,7 @@ struct OffsetFormat {
   template <int C>
     requires(kChunks == 8)
   static void multiply_pair(const TileJob& job, const Strip* first, const Strip* second, int64_t col, __m256* acc) {
-    const OffsetTokens<C> t(job, col);
+    const StripTokens<C, BlockQ8_0> t(job, col);
     for (int j = 0; j < 2 * C; ++j) acc[j] = _mm256_setzero_ps();
     for (int64_t b = 0; b < job.n_in / quant::kQK; ++b) {
       __m256i part[2 * C];
@@ -279,13 +276,8 @@ struct MinFormat {
   }
   template <int C>
   static void multiply(const TileJob& job, const Strip* strip, int64_t col, __m256* acc) {
-    const BlockQ8_1* a[C];
-    const float* scales[C];  // d and s of each block
-    for (int j = 0; j < C; ++j) {
-      a[j] = activation_row<BlockQ8_1>(job, col + j);
-      scales[j] = activation_scales(job, col + j);
-      acc[j] = _mm256_setzero_ps();
-    }
+    const StripTokens<C, BlockQ8_1> t(job, col);
+    for (int j = 0; j < C; ++j) acc[j] = _mm256_setzero_ps();
     for (int64_t b = 0; b < job.n_in / quant::kQK; ++b) {
       __m256i sum[C];
       for (int j = 0; j < C; ++j) sum[j] = _mm256_setzero_si256();
@@ -296,16 +288,16 @@ struct MinFormat {
         for (int k = k0; k < k0 + kChunks; ++k) {
           const __m256i w = load256(strip[b].qs[k]);
           for (int j = 0; j < C; ++j) {
-            accumulate_epi16(part[j], _mm256_maddubs_epi16(w, broadcast4(a[j][b].qs + 4 * k)), k == k0);
+            accumulate_epi16(part[j], _mm256_maddubs_epi16(w, broadcast4(t.a[j][b].qs + 4 * k)), k == k0);
           }
         }
         for (int j = 0; j < C; ++j) sum[j] = _mm256_add_epi32(sum[j], quad_sums(part[j]));
       }
       const __m256 d = _mm256_loadu_ps(strip[b].d), m = _mm256_loadu_ps(strip[b].m);
       for (int j = 0; j < C; ++j) {
-        const __m256 scale = _mm256_mul_ps(d, _mm256_broadcast_ss(scales[j] + 2 * b));
+        const __m256 scale = _mm256_mul_ps(d, _mm256_broadcast_ss(t.scales[j] + 2 * b));
         acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum[j]), scale, acc[j]);
-        acc[j] = _mm256_fmadd_ps(m, _mm256_broadcast_ss(scales[j] + 2 * b + 1), acc[j]);
+        acc[j] = _mm256_fmadd_ps(m, _mm256_broadcast_ss(t.scales[j] + 2 * b + 1), acc[j]);
       }
     }
   }
@@ -316,24 +308,19 @@ struct MinFormat {
   template <int C>
     requires(kChunks == 8)
   static void multiply_pair(const TileJob& job, const Strip* first, const Strip* second, int64_t col, __m256* acc) {
-    const BlockQ8_1* a[C];
-    const float* scales[C];  // d and s of each block
-    for (int j = 0; j < C; ++j) {
-      a[j] = activation_row<BlockQ8_1>(job, col + j);
-      scales[j] = activation_scales(job, col + j);
-      acc[j] = acc[C + j] = _mm256_setzero_ps();
-    }
+    const StripTokens<C, BlockQ8_1> t(job, col);
+    for (int j = 0; j < 2 * C; ++j) acc[j] = _mm256_setzero_ps();
     for (int64_t b = 0; b < job.n_in / quant::kQK; ++b) {
       __m256i part[2 * C];
-      pair_block_parts<C>(first[b], second[b], a, b, part);
+      pair_block_parts<C>(first[b], second[b], t.a, b, part);
       const Strip* strips[2] = {first + b, second + b};
       for (int h = 0; h < 2; ++h) {
         const __m256 d = _mm256_loadu_ps(strips[h]->d), m = _mm256_loadu_ps(strips[h]->m);
         for (int j = 0; j < C; ++j) {
-          const __m256i sum = _mm256_add_epi32(_mm256_setzero_si256(), quad_sums(part[h * C + j]));
-          const __m256 scale = _mm256_mul_ps(d, _mm256_broadcast_ss(scales[j] + 2 * b));
+          const __m256i sum = quad_sums(part[h * C + j]);
+          const __m256 scale = _mm256_mul_ps(d, _mm256_broadcast_ss(t.scales[j] + 2 * b));
           acc[h * C + j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), scale, acc[h * C + j]);
-          acc[h * C + j] = _mm256_fmadd_ps(m, _mm256_broadcast_ss(scales[j] + 2 * b + 1), acc[h * C + j]);
+          acc[h * C + j] = _mm256_fmadd_ps(m, _mm256_broadcast_ss(t.scales[j] + 2 * b + 1), acc[h * C + j]);
         }
       }
     }
