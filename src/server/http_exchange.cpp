@@ -65,15 +65,12 @@ asio::awaitable<void> Exchange::respond(http::status status, std::string body,
   status_sent_ = static_cast<int>(status);
   http::response<http::string_body> response{status, request_.version()};
   set_common_headers(response.base());
-  if (status_forbids_body(status)) {
-    // 1xx, 204 and 304 carry neither a body nor Content-Length / Content-Type (RFC 9110 8.6).
-    body.clear();
-  } else {
+  // 1xx, 204 and 304 carry neither a body nor Content-Length / Content-Type (RFC 9110 8.6).
+  if (!status_forbids_body(status)) {
     response.set(http::field::content_type, content_type);
+    response.body() = std::move(body);
+    response.prepare_payload();
   }
-  response.body() = std::move(body);
-  response.prepare_payload();
-  if (status_forbids_body(status)) response.erase(http::field::content_length);
   keep_alive_sent_ = keep_alive_wanted();
   response.keep_alive(keep_alive_sent_);
   // A client that only half-closed may still read the reply, so it is written unless a

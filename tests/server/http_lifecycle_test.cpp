@@ -14,7 +14,6 @@
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
-#include <spdlog/spdlog.h>
 #include "server/http_server.h"
 #include "server/http_test_client.h"
 
@@ -109,7 +108,6 @@ TEST(HttpShutdownTest, StopAcceptingRefusesNewConnectionsAndFinishesExchanges) {
   ASSERT_TRUE(busy.send(get_request("/slow")));
   ASSERT_TRUE(eventually([&] { return server->active_exchanges() == 1; }));
 
-  spdlog::set_level(spdlog::level::debug);
   server->stop_accepting();
   TestClient late(server->port());
   EXPECT_EQ(late.connect_error(), ECONNREFUSED);
@@ -120,7 +118,6 @@ TEST(HttpShutdownTest, StopAcceptingRefusesNewConnectionsAndFinishesExchanges) {
   const auto response = busy.read_response();
   ASSERT_TRUE(response);
   EXPECT_EQ(response->status, 200);
-  for (auto& [k, v] : response->headers) fprintf(stderr, "%s: %s\n", k.c_str(), v.c_str());
   EXPECT_EQ(response->body, "/slow");
   EXPECT_EQ(response->header("connection"), "close");
   EXPECT_TRUE(busy.wait_closed());
