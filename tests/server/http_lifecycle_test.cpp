@@ -104,6 +104,8 @@ TEST(HttpShutdownTest, StopAcceptingRefusesNewConnectionsAndFinishesExchanges) {
   TestClient idle(server->port());
   ASSERT_TRUE(idle.send(get_request("/quick")));
   ASSERT_TRUE(idle.read_response());
+  // The /quick exchange still counts for a moment after its reply has left.
+  ASSERT_TRUE(eventually([&] { return server->active_exchanges() == 0; }));
   TestClient busy(server->port());
   ASSERT_TRUE(busy.send(get_request("/slow")));
   ASSERT_TRUE(eventually([&] { return server->active_exchanges() == 1; }));

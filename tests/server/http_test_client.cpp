@@ -133,8 +133,8 @@ std::optional<TestResponse> TestClient::read_response(std::chrono::milliseconds 
       if (parser.is_done() || (used > 0 && !pending_.empty())) continue;
     }
     if (!fill(left_until(deadline))) {
-      if (!closed_) return std::nullopt;  // timed out
-      parser.put_eof(error);              // a close-delimited body ends here
+      if (!closed_ || !parser.got_some()) return std::nullopt;  // timed out, or closed before a reply
+      parser.put_eof(error);                                     // a close-delimited body ends here
       if (error) return std::nullopt;
     }
   }
