@@ -21,6 +21,7 @@ struct KernelRow {
   DType activation;
   QuantizeActivationsFn quantize;
   std::array<VecDotFn, kIsaCount> by_isa;  // indexed by Isa; [0] (scalar) always set
+  QuantizeActivationsFn quantize_avx2 = nullptr;  // the same bytes, for AVX2 and above
 };
 
 // clang-format off
@@ -32,17 +33,17 @@ constexpr KernelRow kRows[] = {
     {DType::BF16, DType::BF16, scalar::convert_row_bf16,
      {scalar::dot_bf16, avx2::dot_bf16, nullptr, nullptr}},
     {DType::Q4_0, DType::Q8_0, quantize_activations_q8_0,
-     {scalar::dot_q4_0, avx2::dot_q4_0, avx512::dot_q4_0, avx512vnni::dot_q4_0}},
+     {scalar::dot_q4_0, avx2::dot_q4_0, avx512::dot_q4_0, avx512vnni::dot_q4_0}, avx2::quantize_activations_q8_0},
     {DType::Q4_1, DType::Q8_1, quantize_activations_q8_1,
-     {scalar::dot_q4_1, avx2::dot_q4_1, nullptr, nullptr}},
+     {scalar::dot_q4_1, avx2::dot_q4_1, nullptr, nullptr}, avx2::quantize_activations_q8_1},
     {DType::Q5_0, DType::Q8_0, quantize_activations_q8_0,
-     {scalar::dot_q5_0, avx2::dot_q5_0, nullptr, nullptr}},
+     {scalar::dot_q5_0, avx2::dot_q5_0, nullptr, nullptr}, avx2::quantize_activations_q8_0},
     {DType::Q5_1, DType::Q8_1, quantize_activations_q8_1,
-     {scalar::dot_q5_1, avx2::dot_q5_1, nullptr, nullptr}},
+     {scalar::dot_q5_1, avx2::dot_q5_1, nullptr, nullptr}, avx2::quantize_activations_q8_1},
     {DType::Q8_0, DType::Q8_0, quantize_activations_q8_0,
-     {scalar::dot_q8_0, avx2::dot_q8_0, avx512::dot_q8_0, avx512vnni::dot_q8_0}},
+     {scalar::dot_q8_0, avx2::dot_q8_0, avx512::dot_q8_0, avx512vnni::dot_q8_0}, avx2::quantize_activations_q8_0},
     {DType::IQ4_NL, DType::Q8_0, quantize_activations_q8_0,
-     {scalar::dot_iq4_nl, avx2::dot_iq4_nl, avx512::dot_iq4_nl, avx512vnni::dot_iq4_nl}},
+     {scalar::dot_iq4_nl, avx2::dot_iq4_nl, avx512::dot_iq4_nl, avx512vnni::dot_iq4_nl}, avx2::quantize_activations_q8_0},
     {DType::Q2_K, DType::Q8_K, quantize_row_q8_K,
      {scalar::dot_q2_K, avx2::dot_q2_K, nullptr, nullptr}},
     {DType::Q3_K, DType::Q8_K, quantize_row_q8_K,
@@ -69,8 +70,9 @@ struct KernelTable {
       size_t own = 0;
       for (size_t isa = 0; isa < kIsaCount; ++isa) {
         if (row.by_isa[isa] != nullptr) own = isa;
-        kernels[r][isa] = DotKernel{row.weight, row.activation, row.quantize, row.by_isa[own],
-                                    static_cast<Isa>(own)};
+        const bool avx2_quantize = isa >= static_cast<size_t>(Isa::kAvx2) && row.quantize_avx2 != nullptr;
+        kernels[r][isa] = DotKernel{row.weight, row.activation, avx2_quantize ? row.quantize_avx2 : row.quantize,
+                                    row.by_isa[own], static_cast<Isa>(own)};
       }
     }
   }

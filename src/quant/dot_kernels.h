@@ -49,6 +49,10 @@ float dot_iq4_xs(int64_t n, const void* w, const void* a);
 }  // namespace scalar
 
 namespace avx2 {  // AVX2 + FMA + F16C
+// quantize_activations_q8_0 / _q8_1 of quant/quantize.h, the same bytes (quantize_q8_avx2.cpp).
+void quantize_activations_q8_0(const float* x, void* y, int64_t n);
+void quantize_activations_q8_1(const float* x, void* y, int64_t n);
+
 float dot_f32(int64_t n, const void* w, const void* a);
 float dot_f16(int64_t n, const void* w, const void* a);
 float dot_bf16(int64_t n, const void* w, const void* a);

@@ -1,7 +1,9 @@
 // The 8-bit activation formats the dot products pair with weights: Q8_0 and Q8_1 for
 // the 32-value formats, Q8_K for the k- and i-quants. Byte-exact with ggml's reference
-// quantizers (quantize_row_q8_{0,1,K}_ref). Scalar on purpose: they run once per
-// activation vector, a vanishing share of a matrix-vector product's time.
+// quantizers (quantize_row_q8_{0,1,K}_ref). Scalar: once per activation vector they are a
+// vanishing share of a matrix-vector product's time. The activation quantizers also have
+// AVX2 forms (quantize_q8_avx2.cpp) for batches, where the weights are read once for
+// several tokens.
 //
 // The dot kernels rely on one property of these outputs: every quant is in [-127, 127]
 // (never -128), so the SIMD sign tricks cannot overflow.
