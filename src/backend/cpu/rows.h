@@ -20,7 +20,7 @@ T* row_at(const TensorView& v, int64_t r) {
 
 // Below this many values an elementwise op runs on the calling thread: waking the
 // pool costs more than the work.
-inline constexpr int64_t kMinValuesPerTask = 16 * 1024;
+inline constexpr int64_t kMinValuesPerTask = 4 * 1024;
 
 // Calls fn(row_begin, row_end) over [0, n_rows) in chunks of at least
 // kMinValuesPerTask values (`row_values` values per row), spread over the pool.
