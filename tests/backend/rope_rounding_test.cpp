@@ -28,7 +28,8 @@ TEST(RopeRounding, BothLayoutsFuseTheX0Products) {
     params.n_dims = 2;
     params.neox = neox;
     ThreadPool pool(2);
-    ASSERT_TRUE(rope(pool, v, position, params).ok());
+    Rope rope;
+    ASSERT_TRUE(rope.run(pool, v, position, params).ok());
     int other_fusion_differs = 0;
     for (int64_t h = 0; h < kPairs; ++h) {
       const float x0 = original[2 * h], x1 = original[2 * h + 1];

@@ -79,7 +79,7 @@ class CpuBackend final : public Backend {
     note(cpu::layer_norm(pool_, x, weight, bias, eps, y));
   }
   void rope(const TensorView& x, std::span<const int32_t> positions, const RopeParams& params) override {
-    note(cpu::rope(pool_, x, positions, params));
+    note(rope_.run(pool_, x, positions, params));
   }
   void silu_mul(const TensorView& gate, const TensorView& up, const TensorView& out) override {
     note(cpu::silu_mul(pool_, isa_, gate, up, out));
@@ -101,6 +101,7 @@ class CpuBackend final : public Backend {
   ThreadPool pool_;
   cpu::Matmul matmul_;
   cpu::Attention attention_;
+  cpu::Rope rope_;
   Status error_;
 };
 

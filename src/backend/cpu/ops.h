@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "backend/backend.h"
 #include "core/status.h"
@@ -23,8 +24,23 @@ Status rms_norm(ThreadPool& pool, const TensorView& x, const TensorView& weight,
                 const TensorView& y);
 Status layer_norm(ThreadPool& pool, const TensorView& x, const TensorView& weight,
                   const TensorView& bias, float eps, const TensorView& y);
-Status rope(ThreadPool& pool, const TensorView& x, std::span<const int32_t> positions,
-            const RopeParams& params);
+// Rotary position embedding. A forward pass rotates q and k in every layer at the same
+// positions with the same parameters, so the cos and sin of each pair's angle are kept
+// from one call to the next and computed again only when the positions or the
+// parameters change (a sine and a cosine per pair cost more than the rotation itself).
+class Rope {
+ public:
+  Status run(ThreadPool& pool, const TensorView& x, std::span<const int32_t> positions, const RopeParams& params);
+
+ private:
+  // Fills cos_sin_ for these positions and parameters unless it already holds them.
+  void compute_angles(ThreadPool& pool, std::span<const int32_t> positions, const RopeParams& params);
+
+  std::vector<int32_t> positions_;  // the positions cos_sin_ holds
+  RopeParams params_;               // and the parameters (neox aside: it does not change the angles)
+  std::vector<float> cos_sin_;      // [positions][n_dims]: cos, sin of pair i at 2i, 2i + 1
+  bool valid_ = false;
+};
 // isa: kScalar keeps to portable code; anything higher may use the AVX2 kernel.
 Status silu_mul(ThreadPool& pool, quant::Isa isa, const TensorView& gate, const TensorView& up,
                 const TensorView& out);

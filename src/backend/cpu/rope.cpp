@@ -3,6 +3,7 @@
 // repeated float multiplication, divided by freq_factors[i] when given, times
 // freq_scale; the pair (x0, x1) becomes (x0 cos - x1 sin, x0 sin + x1 cos).
 
+#include <algorithm>
 #include <cmath>
 
 #include "backend/cpu/ops.h"
@@ -42,8 +43,8 @@ void rotate_head(float* v, const float* cos_sin, int32_t n_dims, bool neox) {
 
 }  // namespace
 
-Status rope(ThreadPool& pool, const TensorView& x, std::span<const int32_t> positions,
-            const RopeParams& params) {
+Status Rope::run(ThreadPool& pool, const TensorView& x, std::span<const int32_t> positions,
+                 const RopeParams& params) {
   if (!is_f32_rows(x)) return invalid_argument("rope: needs an f32 head view");
   if (params.n_dims <= 0 || params.n_dims % 2 != 0 || params.n_dims > x.ne[0] ||
       params.n_dims > kMaxRopeDims) {
@@ -53,18 +54,34 @@ Status rope(ThreadPool& pool, const TensorView& x, std::span<const int32_t> posi
   if (static_cast<int64_t>(positions.size()) != n_tokens) {
     return invalid_argument("rope: needs one position per token");
   }
-  const float theta_scale = std::pow(params.freq_base, -2.0f / static_cast<float>(params.n_dims));
+  compute_angles(pool, positions, params);
   const int64_t n_heads = x.ne[1];
   parallel_rows(pool, n_tokens, n_heads * x.ne[0], [&](int64_t begin, int64_t end) {
-    float cos_sin[kMaxRopeDims];
     for (int64_t t = begin; t < end; ++t) {
-      rope_angles(positions[static_cast<size_t>(t)], params, theta_scale, cos_sin);
+      const float* cos_sin = cos_sin_.data() + t * params.n_dims;
       for (int64_t h = 0; h < n_heads; ++h) {
         rotate_head(x.row<float>(h, t % x.ne[2], t / x.ne[2]), cos_sin, params.n_dims, params.neox);
       }
     }
   });
   return {};
+}
+
+void Rope::compute_angles(ThreadPool& pool, std::span<const int32_t> positions, const RopeParams& params) {
+  const bool same_params = params.n_dims == params_.n_dims && params.freq_base == params_.freq_base &&
+                           params.freq_scale == params_.freq_scale && params.freq_factors == params_.freq_factors;
+  if (valid_ && same_params && std::ranges::equal(positions, positions_)) return;
+  positions_.assign(positions.begin(), positions.end());
+  params_ = params;
+  cos_sin_.resize(positions.size() * static_cast<size_t>(params.n_dims));
+  valid_ = true;
+  const float theta_scale = std::pow(params.freq_base, -2.0f / static_cast<float>(params.n_dims));
+  // A pair's cosine and sine cost about as much as 16 elementwise values.
+  parallel_rows(pool, static_cast<int64_t>(positions.size()), 8 * params.n_dims, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      rope_angles(positions[static_cast<size_t>(t)], params, theta_scale, cos_sin_.data() + t * params.n_dims);
+    }
+  });
 }
 
 }  // namespace pagoda::backend::cpu
