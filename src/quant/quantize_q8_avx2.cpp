@@ -69,35 +69,32 @@ int32_t sum_quants(const __m256i q[4]) {
 // IEEE round to nearest even, as core/fp16.h's f32_to_fp16 does for every non-NaN.
 uint16_t to_half(float f) { return static_cast<uint16_t>(_cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT)); }
 
-}  // namespace
-
-void quantize_activations_q8_0(const float* x, void* y, int64_t n) {
-  auto* blocks = static_cast<BlockQ8_0*>(y);
+// Q8_0, or Q8_1 (which also keeps s = d * the sum of the quants); `scalar` takes the
+// blocks this code leaves.
+template <typename Block>
+void quantize_row(const float* x, void* y, int64_t n, void (*scalar)(const float*, void*, int64_t)) {
+  auto* blocks = static_cast<Block*>(y);
   for (int64_t b = 0; b < n / kQK; ++b) {
     __m256i q[4];
     float d;
     if (!quantize_block(x + b * kQK, q, d)) {
-      quant::quantize_activations_q8_0(x + b * kQK, &blocks[b], kQK);
+      scalar(x + b * kQK, &blocks[b], kQK);
       continue;
     }
     store_quants(q, blocks[b].qs);
     blocks[b].d = to_half(d);
+    if constexpr (requires(Block block) { block.s; }) blocks[b].s = to_half(static_cast<float>(sum_quants(q)) * d);
   }
 }
 
+}  // namespace
+
+void quantize_activations_q8_0(const float* x, void* y, int64_t n) {
+  quantize_row<BlockQ8_0>(x, y, n, quant::quantize_activations_q8_0);
+}
+
 void quantize_activations_q8_1(const float* x, void* y, int64_t n) {
-  auto* blocks = static_cast<BlockQ8_1*>(y);
-  for (int64_t b = 0; b < n / kQK; ++b) {
-    __m256i q[4];
-    float d;
-    if (!quantize_block(x + b * kQK, q, d)) {
-      quant::quantize_activations_q8_1(x + b * kQK, &blocks[b], kQK);
-      continue;
-    }
-    store_quants(q, blocks[b].qs);
-    blocks[b].d = to_half(d);
-    blocks[b].s = to_half(static_cast<float>(sum_quants(q)) * d);
-  }
+  quantize_row<BlockQ8_1>(x, y, n, quant::quantize_activations_q8_1);
 }
 
 }  // namespace pagoda::quant::avx2
