@@ -27,7 +27,7 @@ Status layer_norm(ThreadPool& pool, const TensorView& x, const TensorView& weigh
 // Rotary position embedding. A forward pass rotates q and k in every layer at the same
 // positions with the same parameters, so the cos and sin of each pair's angle are kept
 // from one call to the next and computed again only when the positions or the
-// parameters change (a sine and a cosine per pair cost more than the rotation itself).
+// parameters change, instead of 2 x n_layer times per forward pass.
 class Rope {
  public:
   Status run(ThreadPool& pool, const TensorView& x, std::span<const int32_t> positions, const RopeParams& params);

@@ -76,7 +76,7 @@ void Rope::compute_angles(ThreadPool& pool, std::span<const int32_t> positions, 
   cos_sin_.resize(positions.size() * static_cast<size_t>(params.n_dims));
   valid_ = true;
   const float theta_scale = std::pow(params.freq_base, -2.0f / static_cast<float>(params.n_dims));
-  // A pair's cosine and sine cost about as much as 16 elementwise values.
+  // A pair's cosine and sine weigh as 16 elementwise values in the split over threads.
   parallel_rows(pool, static_cast<int64_t>(positions.size()), 8 * params.n_dims, [&](int64_t begin, int64_t end) {
     for (int64_t t = begin; t < end; ++t) {
       rope_angles(positions[static_cast<size_t>(t)], params, theta_scale, cos_sin_.data() + t * params.n_dims);
