@@ -50,9 +50,9 @@ TEST(RopeAngles, AReusedRopeRotatesAsAFreshOne) {
       {{7, 8}, base},       {{7, 8}, neox},             {{9000, 3, 12}, neox}, {{9000, 3}, neox},
   };
   ThreadPool pool(2);
-  Rope reused;
+  Rope reused(quant::best_isa());
   for (size_t i = 0; i < calls.size(); ++i) {
-    Rope fresh;
+    Rope fresh(quant::best_isa());
     EXPECT_EQ(rotated(reused, pool, calls[i]), rotated(fresh, pool, calls[i])) << "call " << i;
   }
 }

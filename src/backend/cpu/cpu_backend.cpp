@@ -30,7 +30,8 @@ class CpuBackend final : public Backend {
       : isa_(pick_isa(options.max_isa)),
         pool_(options.n_threads > 0 ? options.n_threads : physical_core_count()),
         matmul_(isa_, options.numerics),
-        attention_(isa_, options.numerics) {}
+        attention_(isa_, options.numerics),
+        rope_(isa_) {}
 
   std::string name() const override {
     return "cpu (" + std::string(quant::isa_name(isa_)) + ", " + std::to_string(pool_.size()) +

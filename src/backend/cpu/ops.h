@@ -30,12 +30,15 @@ Status layer_norm(ThreadPool& pool, const TensorView& x, const TensorView& weigh
 // parameters change, instead of 2 x n_layer times per forward pass.
 class Rope {
  public:
+  // isa: kScalar keeps to portable code; anything higher may use the AVX2 rotation.
+  explicit Rope(quant::Isa isa) : isa_(isa) {}
   Status run(ThreadPool& pool, const TensorView& x, std::span<const int32_t> positions, const RopeParams& params);
 
  private:
   // Fills cos_sin_ for these positions and parameters unless it already holds them.
   void compute_angles(ThreadPool& pool, std::span<const int32_t> positions, const RopeParams& params);
 
+  quant::Isa isa_;
   std::vector<int32_t> positions_;  // the positions cos_sin_ holds
   RopeParams params_;               // and the parameters (neox aside: it does not change the angles)
   std::vector<float> cos_sin_;      // [positions][n_dims]: cos, sin of pair i at 2i, 2i + 1

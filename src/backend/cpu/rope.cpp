@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "backend/cpu/ops.h"
+#include "backend/cpu/rope.h"
 #include "backend/cpu/rows.h"
 
 namespace pagoda::backend::cpu {
@@ -26,13 +27,18 @@ void rope_angles(int32_t p, const RopeParams& params, float theta_scale, float* 
   }
 }
 
-// One product of each output is fused into an FMA, as the reference build's compiled
-// loop does for both layouts: (x0 cos - x1 sin, x0 sin + x1 cos) with the x0 products
-// fused, the x1 products rounded first.
-void rotate_head(float* v, const float* cos_sin, int32_t n_dims, bool neox) {
+}  // namespace
+
+void rotate_head(quant::Isa isa, float* v, const float* cos_sin, int32_t n_dims, bool neox) {
   const int32_t half = n_dims / 2;
-  for (int32_t i = 0; i < half; ++i) {
-    float* a = neox ? v + i : v + 2 * i;  // normal: pairs (2i, 2i + 1); NeoX: (i, i + n_dims / 2)
+  int32_t i = 0;
+  if (isa != quant::Isa::kScalar) {
+    const int32_t n_vector = neox ? half / 8 * 8 : half / 4 * 4;
+    avx2::rotate_pairs(v, cos_sin, n_vector, n_dims, neox);
+    i = n_vector;
+  }
+  for (; i < half; ++i) {
+    float* a = neox ? v + i : v + 2 * i;
     float* b = neox ? v + i + half : v + 2 * i + 1;
     const float c = cos_sin[2 * i], s = cos_sin[2 * i + 1];
     const float x0 = *a, x1 = *b;
@@ -40,8 +46,6 @@ void rotate_head(float* v, const float* cos_sin, int32_t n_dims, bool neox) {
     *b = std::fma(x0, s, x1 * c);
   }
 }
-
-}  // namespace
 
 Status Rope::run(ThreadPool& pool, const TensorView& x, std::span<const int32_t> positions,
                  const RopeParams& params) {
@@ -60,7 +64,7 @@ Status Rope::run(ThreadPool& pool, const TensorView& x, std::span<const int32_t>
     for (int64_t t = begin; t < end; ++t) {
       const float* cos_sin = cos_sin_.data() + t * params.n_dims;
       for (int64_t h = 0; h < n_heads; ++h) {
-        rotate_head(x.row<float>(h, t % x.ne[2], t / x.ne[2]), cos_sin, params.n_dims, params.neox);
+        rotate_head(isa_, x.row<float>(h, t % x.ne[2], t / x.ne[2]), cos_sin, params.n_dims, params.neox);
       }
     }
   });
