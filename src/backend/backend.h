@@ -39,6 +39,12 @@ class KvStorage {
   virtual TensorView values(int32_t layer) = 0;
 };
 
+// One product of Backend::matmuls: y = x W^T.
+struct MatmulTarget {
+  TensorView w;  // [n_out][n_in], any weight type
+  TensorView y;  // [n][n_out] f32
+};
+
 struct RopeParams {
   int32_t n_dims = 0;        // leading dims of each head that rotate (<= head_dim)
   float freq_base = 10000.0f;
@@ -77,6 +83,11 @@ class Backend {
                         const TensorView& out) = 0;
   // y = x W^T. w: [n_out][n_in] any weight type; x: [n][n_in] f32; y: [n][n_out] f32.
   virtual void matmul(const TensorView& w, const TensorView& x, const TensorView& y) = 0;
+  // The products of one x with several weights (a layer's q, k and v; gate and up), each
+  // y as matmul gives it: a backend may prepare x once and run them as one job.
+  virtual void matmuls(const TensorView& x, std::span<const MatmulTarget> targets) {
+    for (const MatmulTarget& t : targets) matmul(t.w, x, t.y);
+  }
   // y[i] += bias for every row i. bias: [n_cols] f32 (weights may be f16/f32).
   virtual void add_bias(const TensorView& y, const TensorView& bias) = 0;
   // out = a + b, elementwise, same shapes (out may alias a or b).

@@ -77,9 +77,8 @@ class Llama final : public TransformerModel {
 
       // x += Wo attention(rope(Wq xb), rope(Wk xb), Wv xb), with xb = rmsnorm(x)
       backend_.rms_norm(x, layer.attn_norm, eps, xb);
-      backend_.matmul(layer.wq, xb, q);
-      backend_.matmul(layer.wk, xb, k);
-      backend_.matmul(layer.wv, xb, v);
+      const backend::MatmulTarget qkv[] = {{layer.wq, q}, {layer.wk, k}, {layer.wv, v}};
+      backend_.matmuls(xb, qkv);
       rope(q, batch.positions, w_.rope_freqs);
       rope(k, batch.positions, w_.rope_freqs);
       attention(il, q, k, v, kv, batch, att);

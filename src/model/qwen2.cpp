@@ -78,11 +78,10 @@ class Qwen2 final : public TransformerModel {
 
       // x += Wo attention(rope(Wq xb + bq), rope(Wk xb + bk), Wv xb + bv), xb = rmsnorm(x)
       backend_.rms_norm(x, layer.attn_norm, eps, xb);
-      backend_.matmul(layer.wq, xb, q);
+      const backend::MatmulTarget qkv[] = {{layer.wq, q}, {layer.wk, k}, {layer.wv, v}};
+      backend_.matmuls(xb, qkv);
       backend_.add_bias(q, layer.bq);
-      backend_.matmul(layer.wk, xb, k);
       backend_.add_bias(k, layer.bk);
-      backend_.matmul(layer.wv, xb, v);
       backend_.add_bias(v, layer.bv);
       rope(q, batch.positions);
       rope(k, batch.positions);

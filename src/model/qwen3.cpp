@@ -78,9 +78,8 @@ class Qwen3 final : public TransformerModel {
       // x += Wo attention(rope(headnorm(Wq xb)), rope(headnorm(Wk xb)), Wv xb),
       // with xb = rmsnorm(x) and headnorm an RMSNorm of each head
       backend_.rms_norm(x, layer.attn_norm, eps, xb);
-      backend_.matmul(layer.wq, xb, q);
-      backend_.matmul(layer.wk, xb, k);
-      backend_.matmul(layer.wv, xb, v);
+      const backend::MatmulTarget qkv[] = {{layer.wq, q}, {layer.wk, k}, {layer.wv, v}};
+      backend_.matmuls(xb, qkv);
       backend_.rms_norm(heads(q), layer.q_norm, eps, heads(q));
       backend_.rms_norm(heads(k), layer.k_norm, eps, heads(k));
       rope(q, batch.positions);

@@ -121,8 +121,8 @@ void TransformerModel::swiglu_ffn(const SwiGluFfn& ffn, const GatedDecoderScratc
   const backend::TensorView x = s.x.rows(n), xb = s.xb.rows(n), gate = s.gate.rows(n),
                             up = s.up.rows(n), out = s.out.rows(n);
   backend_.rms_norm(x, ffn.norm, config_.rms_eps, xb);
-  backend_.matmul(ffn.w_gate, xb, gate);
-  backend_.matmul(ffn.w_up, xb, up);
+  const backend::MatmulTarget gate_up[] = {{ffn.w_gate, gate}, {ffn.w_up, up}};
+  backend_.matmuls(xb, gate_up);
   backend_.silu_mul(gate, up, gate);
   backend_.matmul(ffn.w_down, gate, out);
   backend_.add(x, out, x);

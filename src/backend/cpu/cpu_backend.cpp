@@ -68,6 +68,9 @@ class CpuBackend final : public Backend {
   void matmul(const TensorView& w, const TensorView& x, const TensorView& y) override {
     note(matmul_.run(pool_, w, x, y));
   }
+  void matmuls(const TensorView& x, std::span<const MatmulTarget> targets) override {
+    note(matmul_.run_many(pool_, x, targets));
+  }
   void add_bias(const TensorView& y, const TensorView& bias) override { note(cpu::add_bias(pool_, y, bias)); }
   void add(const TensorView& a, const TensorView& b, const TensorView& out) override {
     note(cpu::add(pool_, a, b, out));

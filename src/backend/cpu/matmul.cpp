@@ -1,6 +1,7 @@
 #include "backend/cpu/matmul.h"
 
 #include <algorithm>
+#include <array>
 #include <string>
 
 #include "backend/cpu/matmul_float.h"
@@ -48,9 +49,8 @@ struct Matmul::Plan {
   size_t scratch_bytes = 0;   // per thread
 };
 
-Status Matmul::run(ThreadPool& pool, const TensorView& w, const TensorView& x, const TensorView& y,
-                   MatmulSchedule schedule) {
-  Plan plan;
+Status Matmul::prepare(const TensorView& w, const TensorView& x, const TensorView& y, MatmulSchedule schedule,
+                       Plan& plan) const {
   plan.kernel = quant::find_dot_kernel(w.type, isa_);
   if (plan.kernel == nullptr || w.data == nullptr) {
     return unsupported("matmul: no dot kernel for weights of type " + std::string(dtype_name(w.type)));
@@ -72,7 +72,6 @@ Status Matmul::run(ThreadPool& pool, const TensorView& w, const TensorView& x, c
   plan.w_stride = w.nb[1];
   plan.y = static_cast<float*>(y.data);
   plan.y_stride = y.nb[1] / sizeof(float);
-  if (plan.n_tokens == 0 || plan.n_out == 0) return {};
 
   const TileKernel* tile = find_tile_kernel(w.type, isa_, numerics_);
   if (numerics_ == CpuNumerics::kReference && tile == nullptr) {  // F32 / F16: the reference's gemm, for batches
@@ -84,20 +83,65 @@ Status Matmul::run(ThreadPool& pool, const TensorView& w, const TensorView& x, c
   const bool tiled = schedule == MatmulSchedule::kTiled ||
                      (schedule == MatmulSchedule::kAuto && use_tiled(tile, plan.n_out));
   plan.tile = tiled ? tile : nullptr;
+  return {};
+}
 
-  PAGODA_TRY(quantize_activations(pool, x, plan));
-  if (plan.tile) {
-    plan_tiles(pool.size(), plan);
-    tile_scratch_.resize(static_cast<size_t>(pool.size()));
-    for (Scratch& s : tile_scratch_) {
-      if (s.reserve(plan.scratch_bytes) == nullptr) {
-        return resource_exhausted("matmul: cannot allocate tile scratch");
-      }
-    }
-    run_tiled(pool, plan);
-  } else {
-    run_rows(pool, plan);
+Status Matmul::run(ThreadPool& pool, const TensorView& w, const TensorView& x, const TensorView& y,
+                   MatmulSchedule schedule) {
+  Plan plan;
+  PAGODA_TRY(prepare(w, x, y, schedule, plan));
+  if (plan.n_tokens == 0 || plan.n_out == 0) return {};
+  const bool sums = plan.tile != nullptr && plan.tile->block_sums;
+  const bool scales = plan.tile != nullptr && plan.tile->block_scales;
+  PAGODA_TRY(quantize_activations(pool, x, sums, scales, plan));
+  return execute(pool, std::span<Plan>(&plan, 1));
+}
+
+Status Matmul::run_many(ThreadPool& pool, const TensorView& x, std::span<const MatmulTarget> targets) {
+  std::array<Plan, kMaxShared> plans;
+  bool shared = targets.size() <= kMaxShared;
+  for (size_t i = 0; shared && i < targets.size(); ++i) {
+    PAGODA_TRY(prepare(targets[i].w, x, targets[i].y, MatmulSchedule::kAuto, plans[i]));
+    // One quantized x serves tiled products whose weights pair with the same format.
+    shared = plans[i].tile != nullptr && plans[i].n_out > 0 &&
+             plans[i].kernel->activation == plans[0].kernel->activation;
   }
+  if (!shared || targets.empty() || plans[0].n_tokens == 0) {
+    for (const MatmulTarget& t : targets) PAGODA_TRY(run(pool, t.w, x, t.y));
+    return {};
+  }
+  const std::span<Plan> used(plans.data(), targets.size());
+  bool sums = false, scales = false;  // what any of the kernels wants besides the quants
+  for (const Plan& plan : used) {
+    sums = sums || plan.tile->block_sums;
+    scales = scales || plan.tile->block_scales;
+  }
+  PAGODA_TRY(quantize_activations(pool, x, sums, scales, plans[0]));
+  for (Plan& plan : used.subspan(1)) {
+    plan.a = plans[0].a;
+    plan.a_stride = plans[0].a_stride;
+    plan.a_sums = plans[0].a_sums;
+    plan.a_scales = plans[0].a_scales;
+    plan.a_scales_stride = plans[0].a_scales_stride;
+  }
+  return execute(pool, used);
+}
+
+Status Matmul::execute(ThreadPool& pool, std::span<Plan> plans) {
+  if (plans.size() == 1 && plans[0].tile == nullptr) {
+    run_rows(pool, plans[0]);
+    return {};
+  }
+  size_t scratch_bytes = 0;
+  for (Plan& plan : plans) {
+    plan_tiles(pool.size(), plan);
+    scratch_bytes = std::max(scratch_bytes, plan.scratch_bytes);
+  }
+  tile_scratch_.resize(static_cast<size_t>(pool.size()));
+  for (Scratch& s : tile_scratch_) {
+    if (s.reserve(scratch_bytes) == nullptr) return resource_exhausted("matmul: cannot allocate tile scratch");
+  }
+  run_tiled(pool, plans);
   return {};
 }
 
@@ -109,7 +153,7 @@ bool Matmul::use_tiled(const TileKernel* tile, int64_t n_out) const {
   return true;  // batch invariance: the same kernel, so the same sums, for every batch size
 }
 
-Status Matmul::quantize_activations(ThreadPool& pool, const TensorView& x, Plan& plan) {
+Status Matmul::quantize_activations(ThreadPool& pool, const TensorView& x, bool sums, bool scales, Plan& plan) {
   const quant::DotKernel& kernel = *plan.kernel;
   if (kernel.activation == DType::F32) {  // f32 weights read the activations as they are
     plan.a = static_cast<const std::byte*>(x.data);
@@ -120,7 +164,7 @@ Status Matmul::quantize_activations(ThreadPool& pool, const TensorView& x, Plan&
   std::byte* dst = activations_.reserve(plan.a_stride * static_cast<size_t>(plan.n_tokens));
   if (dst == nullptr) return resource_exhausted("matmul: cannot allocate activation scratch");
   plan.a = dst;
-  PAGODA_TRY(reserve_block_data(plan));
+  PAGODA_TRY(reserve_block_data(sums, scales, plan));
   parallel_rows(pool, plan.n_tokens, plan.n_in, [&](int64_t begin, int64_t end) {
     for (int64_t t = begin; t < end; ++t) {
       kernel.quantize(x.row<const float>(t), dst + static_cast<size_t>(t) * plan.a_stride, plan.n_in);
@@ -130,10 +174,8 @@ Status Matmul::quantize_activations(ThreadPool& pool, const TensorView& x, Plan&
   return {};
 }
 
-Status Matmul::reserve_block_data(Plan& plan) {
-  const bool sums = plan.tile != nullptr && plan.tile->block_sums;
-  const bool scales = plan.tile != nullptr && plan.tile->block_scales &&
-                      (plan.kernel->activation == DType::Q8_0 || plan.kernel->activation == DType::Q8_1);
+Status Matmul::reserve_block_data(bool sums, bool scales, Plan& plan) {
+  scales = scales && (plan.kernel->activation == DType::Q8_0 || plan.kernel->activation == DType::Q8_1);
   const size_t n_blocks = static_cast<size_t>(plan.n_in / quant::kQK), n_tokens = static_cast<size_t>(plan.n_tokens);
   if (sums) {
     plan.a_sums = reinterpret_cast<int32_t*>(block_sums_.reserve(sizeof(int32_t) * n_blocks * n_tokens));
@@ -220,12 +262,23 @@ void Matmul::plan_tiles(int n_threads, Plan& plan) {
   plan.scratch_bytes = tile_scratch_bytes(plan.n_in);
 }
 
-void Matmul::run_tiled(ThreadPool& pool, const Plan& plan) {
-  const int64_t n_panels = (plan.n_out + plan.panel_rows - 1) / plan.panel_rows;
-  const int64_t n_token_tiles = (plan.n_tokens + plan.tile_tokens - 1) / plan.tile_tokens;
-  pool.parallel_for(n_panels * n_token_tiles, [&](int64_t task, int thread) {
-    const int64_t r0 = (task / n_token_tiles) * plan.panel_rows;
-    const int64_t t0 = (task % n_token_tiles) * plan.tile_tokens;
+void Matmul::run_tiled(ThreadPool& pool, std::span<const Plan> plans) {
+  // The tasks of plan i are [first_task[i], first_task[i + 1]): its panels x token tiles.
+  std::array<int64_t, kMaxShared + 1> first_task{};
+  for (size_t i = 0; i < plans.size(); ++i) {
+    const Plan& plan = plans[i];
+    const int64_t n_panels = (plan.n_out + plan.panel_rows - 1) / plan.panel_rows;
+    const int64_t n_token_tiles = (plan.n_tokens + plan.tile_tokens - 1) / plan.tile_tokens;
+    first_task[i + 1] = first_task[i] + n_panels * n_token_tiles;
+  }
+  pool.parallel_for(first_task[plans.size()], [&](int64_t task, int thread) {
+    size_t i = 0;
+    while (task >= first_task[i + 1]) ++i;
+    const Plan& plan = plans[i];
+    const int64_t local = task - first_task[i];
+    const int64_t n_token_tiles = (plan.n_tokens + plan.tile_tokens - 1) / plan.tile_tokens;
+    const int64_t r0 = (local / n_token_tiles) * plan.panel_rows;
+    const int64_t t0 = (local % n_token_tiles) * plan.tile_tokens;
     TileJob job;
     job.n_in = plan.n_in;
     job.w = plan.w + static_cast<size_t>(r0) * plan.w_stride;

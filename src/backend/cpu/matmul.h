@@ -27,6 +27,7 @@
 //    IQ4_NL, Q4_K with n_out % 8 == 0 (strip kernels, as the reference repacks them),
 //    rows otherwise.
 
+#include <span>
 #include <vector>
 
 #include "backend/cpu/aligned_memory.h"
@@ -49,15 +50,28 @@ class Matmul {
   // may be strided). kTiled fails for a type with no tiled kernel on this ISA.
   Status run(ThreadPool& pool, const TensorView& w, const TensorView& x, const TensorView& y,
              MatmulSchedule schedule = MatmulSchedule::kAuto);
+  // Each target's y = x W^T, as run gives it. When every weight takes a tiled kernel with
+  // the same activation format, x is quantized once and the products' tiles run as one
+  // job over the threads (fewer, fuller jobs for the small matrices of q, k and v);
+  // otherwise one run per target.
+  Status run_many(ThreadPool& pool, const TensorView& x, std::span<const MatmulTarget> targets);
 
  private:
   struct Plan;
-  Status quantize_activations(ThreadPool& pool, const TensorView& x, Plan& plan);
-  Status reserve_block_data(Plan& plan);
+  static constexpr size_t kMaxShared = 4;  // targets run_many runs as one job
+  // Checks the shapes and picks the kernels and the schedule; quantizes nothing.
+  Status prepare(const TensorView& w, const TensorView& x, const TensorView& y, MatmulSchedule schedule,
+                 Plan& plan) const;
+  // sums / scales: also keep each block's quant sum / f32 scale (TileJob::a_sums, a_scales).
+  Status quantize_activations(ThreadPool& pool, const TensorView& x, bool sums, bool scales, Plan& plan);
+  Status reserve_block_data(bool sums, bool scales, Plan& plan);
   static void describe_blocks(const Plan& plan, int64_t token);
+  // Runs prepared plans whose activations are quantized: one untiled plan by rows, else
+  // every plan's tiles in one job.
+  Status execute(ThreadPool& pool, std::span<Plan> plans);
   void run_rows(ThreadPool& pool, const Plan& plan);
   static void plan_tiles(int n_threads, Plan& plan);
-  void run_tiled(ThreadPool& pool, const Plan& plan);
+  void run_tiled(ThreadPool& pool, std::span<const Plan> plans);
 
   bool use_tiled(const TileKernel* tile, int64_t n_out) const;
 
