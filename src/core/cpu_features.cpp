@@ -1,11 +1,12 @@
 #include "core/cpu_features.h"
 
 #include <array>
-#include <cctype>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+
+#include "core/ascii.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #define PAGODA_X86 1
@@ -23,16 +24,6 @@ namespace {
 
 constexpr std::array<std::string_view, 5> kLevelNames = {"scalar", "avx2", "avx512",
                                                          "avx512vnni", "native"};
-
-bool iequals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(a[i])) !=
-        std::tolower(static_cast<unsigned char>(b[i])))
-      return false;
-  }
-  return true;
-}
 
 void append_note(std::string& notes, std::string_view note) {
   if (!notes.empty()) notes += "; ";
@@ -257,7 +248,7 @@ void probe_advertised(CpuFeatures& f) {
 
 std::optional<IsaLevel> parse_isa_level(std::string_view name) {
   for (size_t i = 0; i < kLevelNames.size(); ++i) {
-    if (iequals(kLevelNames[i], name)) return static_cast<IsaLevel>(i);
+    if (ascii_iequals(kLevelNames[i], name)) return static_cast<IsaLevel>(i);
   }
   return std::nullopt;
 }

@@ -1,7 +1,8 @@
 #include "core/dtype.h"
 
 #include <array>
-#include <cctype>
+
+#include "core/ascii.h"
 
 namespace pagoda {
 namespace {
@@ -47,15 +48,6 @@ constexpr std::array<Entry, 32> kTypes = {{
     {DType::MXFP4, {"mxfp4", 32, 17}},
 }};
 
-bool iequals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i])))
-      return false;
-  }
-  return true;
-}
-
 }  // namespace
 
 std::optional<DTypeTraits> dtype_traits(uint32_t id) {
@@ -76,7 +68,7 @@ std::string_view dtype_name(DType type) { return traits(type).name; }
 
 std::optional<DType> dtype_from_name(std::string_view name) {
   for (const Entry& e : kTypes) {
-    if (iequals(e.traits.name, name)) return e.type;
+    if (ascii_iequals(e.traits.name, name)) return e.type;
   }
   return std::nullopt;
 }

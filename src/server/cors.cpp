@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "core/ascii.h"
+
 namespace pagoda::server {
 namespace {
 
@@ -10,19 +12,6 @@ constexpr std::string_view kAllowedMethods = "GET, POST, OPTIONS";
 // headers the API reads are listed by name.
 constexpr std::string_view kBaseAllowedHeaders[] = {"Authorization", "Content-Type", "X-Request-Id"};
 constexpr std::string_view kExposedHeaders = "X-Request-Id, Retry-After";
-
-char lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c + ('a' - 'A')) : c; }
-
-std::string to_lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = lower(c);
-  return out;
-}
-
-bool iequals(std::string_view a, std::string_view b) {
-  return a.size() == b.size() &&
-         std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) { return lower(x) == lower(y); });
-}
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
@@ -68,7 +57,7 @@ std::string allowed_headers(std::string_view requested) {
     requested.remove_prefix(std::min(comma + 1, requested.size()));
     if (!is_token(name)) continue;
     const bool listed = std::any_of(names.begin(), names.end(),
-                                    [&](const std::string& n) { return iequals(n, name); });
+                                    [&](const std::string& n) { return ascii_iequals(n, name); });
     if (!listed) names.emplace_back(name);
   }
   std::string out;
@@ -84,7 +73,7 @@ std::string allowed_headers(std::string_view requested) {
 Expected<CorsPolicy> CorsPolicy::create(const std::vector<std::string>& origins) {
   CorsPolicy policy;
   for (size_t i = 0; i < origins.size(); ++i) {
-    std::string origin = to_lower(trim(origins[i]));
+    std::string origin = ascii_to_lower(trim(origins[i]));
     if (origin == "*") {
       policy.any_origin_ = true;
       continue;
@@ -103,10 +92,10 @@ Expected<CorsPolicy> CorsPolicy::create(const std::vector<std::string>& origins)
 
 bool CorsPolicy::allows(std::string_view origin) const {
   // Only a well-formed origin is ever echoed back (not "null", not anything odd).
-  if (!is_origin(to_lower(origin))) return false;
+  if (!is_origin(ascii_to_lower(origin))) return false;
   if (any_origin_) return true;
   return std::any_of(origins_.begin(), origins_.end(),
-                     [&](const std::string& allowed) { return iequals(allowed, origin); });
+                     [&](const std::string& allowed) { return ascii_iequals(allowed, origin); });
 }
 
 HeaderList CorsPolicy::response_headers(std::string_view origin) const {

@@ -7,7 +7,8 @@
 #include <limits>
 #include <random>
 
-#include <boost/beast/core/string.hpp>
+#include "core/ascii.h"
+
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/rfc7230.hpp>
 
@@ -18,18 +19,14 @@ constexpr std::size_t kMaxRequestIdLength = 128;
 
 ApiError reject(http::status status, std::string message) { return transport_error(status, std::move(message)); }
 
-bool starts_with_ignoring_case(std::string_view text, std::string_view prefix) {
-  return text.size() >= prefix.size() && boost::beast::iequals(text.substr(0, prefix.size()), prefix);
-}
-
 // RFC 9112 3.2.2: a server must accept the absolute form ("http://host:port/p?q"); we
 // serve it as its origin form ("/p?q") with Host set to the authority. Returns false if
 // `target` is not an http(s) URI.
 bool rewrite_absolute_form(HttpRequest& request) {
   const std::string_view target = request.target();
   std::size_t scheme_length = 0;
-  if (starts_with_ignoring_case(target, "http://")) scheme_length = 7;
-  if (starts_with_ignoring_case(target, "https://")) scheme_length = 8;
+  if (ascii_istarts_with(target, "http://")) scheme_length = 7;
+  if (ascii_istarts_with(target, "https://")) scheme_length = 8;
   if (scheme_length == 0) return false;
   const std::string_view rest = target.substr(scheme_length);
   const std::size_t path_start = rest.find_first_of("/?");
@@ -55,7 +52,7 @@ std::optional<ApiError> check_transfer_encoding(const HttpRequestParser& parser)
     return reject(http::status::bad_request, "invalid Transfer-Encoding: chunked must come last");
   }
   for (const auto coding : http::token_list{field->value()}) {
-    if (!boost::beast::iequals(coding, "chunked")) {
+    if (!ascii_iequals(coding, "chunked")) {
       return reject(http::status::not_implemented,
                     "transfer coding '" + std::string(coding) + "' is not supported");
     }
@@ -100,7 +97,7 @@ ExpectAction expect_action(const HttpRequestParser& parser) {
   const auto field = head.find(http::field::expect);
   // RFC 9110 10.1.1: ignore Expect on HTTP/1.0, and when there is no body to wait for.
   if (field == head.end() || head.version() < 11 || parser.is_done()) return ExpectAction::kNone;
-  return boost::beast::iequals(field->value(), "100-continue") ? ExpectAction::kContinue
+  return ascii_iequals(field->value(), "100-continue") ? ExpectAction::kContinue
                                                                : ExpectAction::kReject;
 }
 

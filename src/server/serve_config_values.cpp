@@ -3,6 +3,8 @@
 #include <charconv>
 #include <cmath>
 
+#include "core/ascii.h"
+
 namespace pagoda::server {
 namespace {
 
@@ -11,15 +13,6 @@ std::string quoted(std::string_view text) {
   out.reserve(text.size() + 2);
   out.append(1, '\'').append(text).append(1, '\'');
   return out;
-}
-
-bool iequals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    const char x = a[i] >= 'A' && a[i] <= 'Z' ? static_cast<char>(a[i] + 32) : a[i];
-    if (x != b[i]) return false;
-  }
-  return true;
 }
 
 // The multiplier of a size unit (lower-case spellings), or 0 for an unknown one.
@@ -35,7 +28,7 @@ long double unit_bytes(std::string_view unit) {
       {"g", 0x1p30L},     {"gib", 0x1p30L}, {"gb", 1e9L},
       {"t", 0x1p40L},     {"tib", 0x1p40L}, {"tb", 1e12L}};
   for (const Unit& u : kUnits) {
-    if (iequals(unit, u.name)) return u.bytes;
+    if (ascii_iequals(unit, u.name)) return u.bytes;
   }
   return 0.0L;
 }
@@ -93,10 +86,10 @@ Expected<uint64_t> parse_byte_size(std::string_view text) {
 
 Expected<bool> parse_bool(std::string_view text) {
   for (std::string_view yes : {"true", "1", "yes", "on"}) {
-    if (iequals(text, yes)) return true;
+    if (ascii_iequals(text, yes)) return true;
   }
   for (std::string_view no : {"false", "0", "no", "off"}) {
-    if (iequals(text, no)) return false;
+    if (ascii_iequals(text, no)) return false;
   }
   return invalid_argument(quoted(text) + " is not a boolean (true or false)");
 }

@@ -245,6 +245,27 @@ TEST(HttpServerTest, ServesAbsoluteFormAsOriginForm) {
   EXPECT_EQ(response->body, "/v1/models?x=1 example.com:8080");
 }
 
+TEST(HttpServerTest, ReadsTheSchemeOfAnAbsoluteTargetWithoutRegardToCase) {
+  auto server = start_server([](Exchange& exchange) -> asio::awaitable<void> {
+    const auto& request = exchange.request();
+    co_await exchange.respond(http::status::ok, std::string(request.target()) + " " +
+                                                    std::string(request[http::field::host]), "text/plain");
+  });
+  ASSERT_TRUE(server);
+  TestClient client(server->port());
+  ASSERT_TRUE(client.send("GET hTTp://h:1/v1/models HTTP/1.1\r\nHost: other\r\n\r\n"));
+  const auto response = client.read_response();
+  ASSERT_TRUE(response);
+  EXPECT_EQ(response->body, "/v1/models h:1");
+  // A scheme with no authority is no target (the fuzzer's input, which once read past it).
+  TestClient second(server->port());
+  ASSERT_TRUE(second.send("GET httP:// HTTP/1.0\r\n\r\n"));
+  const auto refused = second.read_response();
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->status, 400);
+  EXPECT_NE(refused->body.find("invalid request target"), std::string::npos);
+}
+
 TEST(HttpServerTest, AnswersHeadWithTheHeadOnly) {
   auto server = start_server([](Exchange& exchange) -> asio::awaitable<void> {
     co_await exchange.respond(http::status::ok, "twelve bytes", "text/plain");
