@@ -243,8 +243,9 @@ void Matmul::plan_tiles(int n_threads, Plan& plan) {
     // Panels of rows, each repacked once and run against every token, the tokens in
     // passes whose activations stay in L2 beside the repacked panel.
     const size_t repacked_row = tile_scratch_bytes(plan.n_in) / 8;
-    const int64_t by_cache = std::max<int64_t>(static_cast<int64_t>(kWeightPanelBytes / repacked_row) / 8 * 8, 8);
-    const int64_t by_balance = round_up((plan.n_out + kPanelsPerThread * threads - 1) / (kPanelsPerThread * threads), 8);
+    const int64_t strip = plan.tile->strip_rows;
+    const int64_t by_cache = std::max<int64_t>(static_cast<int64_t>(kWeightPanelBytes / repacked_row) / strip * strip, strip);
+    const int64_t by_balance = round_up((plan.n_out + kPanelsPerThread * threads - 1) / (kPanelsPerThread * threads), strip);
     plan.panel_rows = std::min({by_cache, by_balance, int64_t{256}});
     plan.tile_tokens = plan.n_tokens;
     plan.cols_per_pass = std::max<int64_t>(static_cast<int64_t>(kTileActivationBytes / plan.a_stride) / 4 * 4, 4);

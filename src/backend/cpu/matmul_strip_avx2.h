@@ -1,5 +1,6 @@
 #pragma once
-// Shared pieces of the AVX2 tile kernels; include from *_avx2.cpp files only. Everything
+// Shared pieces of the AVX2 tile kernels; include from *_avx2.cpp files (and the
+// *_avx512vnni.cpp kernels, which build on them) only. Everything
 // here has internal linkage (an anonymous namespace), so no AVX2-encoded copy of a
 // function can stand in for a baseline one at link time.
 //

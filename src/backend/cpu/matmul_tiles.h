@@ -4,6 +4,7 @@
 // weight rows x several tokens at a time so that each weight block loaded from cache is
 // used for several tokens and each activation block for several rows:
 //  - strip kernels (matmul_strip_avx2.h): 8 rows x 4 tokens, rows in SIMD lanes;
+//    AVX-512 VNNI forms (matmul_strip_avx512.h): 16 rows x 8 tokens, the same results;
 //  - pair kernels (matmul_pairs_avx2.cpp): 4 rows x 2 tokens, one 8-lane accumulator
 //    per (row, token), the reference's layout for Q8_0, Q5_0, Q4_1 and Q5_1.
 //
@@ -61,6 +62,9 @@ struct TileKernel {
   // is repacked once per matmul (see run_strips in matmul_strip_avx2.h).
   bool repacks_rows = false;
   bool block_scales = false;  // wants TileJob::a_scales
+  // Rows per strip of a repacking kernel: give it panels of a multiple of this many rows
+  // (the scratch of tile_scratch_bytes per 8 rows then holds its strips).
+  int strip_rows = 8;
 };
 
 // The tiled kernel for `weight` on `isa` or a lower ISA: under kFast the fastest one,
@@ -86,5 +90,16 @@ void pairs_q5_0(const TileJob& job);
 void pairs_q4_1(const TileJob& job);
 void pairs_q5_1(const TileJob& job);
 }  // namespace avx2
+
+// 16-row strips through vpdpbusd (matmul_strips_*_avx512vnni.cpp): the same bits as the
+// AVX2 strip kernels of the same type; tiles of fewer than 4 tokens run those.
+namespace avx512vnni {
+void tile_q8_0(const TileJob& job);
+void tile_q4_0(const TileJob& job);
+void tile_q5_0(const TileJob& job);
+void tile_iq4_nl(const TileJob& job);
+void tile_q4_1(const TileJob& job);
+void tile_q5_1(const TileJob& job);
+}  // namespace avx512vnni
 
 }  // namespace pagoda::backend::cpu

@@ -1,0 +1,120 @@
+// AVX-512 VNNI strip kernels of the 32-value block formats against Q8_0 (or Q8_1)
+// activations: 16 rows per strip, vpdpbusd (unsigned weight byte x signed activation
+// byte, 4 products per int32 lane). Per block, row and token the exact integer dot of the
+// 32 values with the token's quants, then the f32 steps of the AVX2 kernels
+// (matmul_strips_q32_avx2.cpp) lane by lane: the same bits.
+//
+// vpdpbusd wants one unsigned operand. The weights are made unsigned at repack time: the
+// offset formats (Q4_0, Q5_0) already are (q stands for q - 8 / q - 16), and the signed
+// ones (Q8_0, IQ4_NL) get 128 added (a flip of the top bit); either way the offset times
+// the activations' block sum (TileJob::a_sums) comes off the int32 total, exactly.
+
+#include <cstddef>
+#include <type_traits>
+
+#include "backend/cpu/matmul_strip_avx512.h"
+#include "backend/cpu/matmul_strip_q32_values.h"
+#include "quant/blocks.h"
+
+namespace pagoda::backend::cpu::avx512vnni {
+namespace {
+
+using quant::BlockQ8_0;
+using quant::BlockQ8_1;
+
+// One block of 16 rows: chunk k holds values 4k..4k+3 of row r in 32-bit lane r, as
+// unsigned bytes.
+struct alignas(64) Strip32x16 {
+  uint8_t qs[8][64];
+  float d[kStrip16Rows];
+  float m[kStrip16Rows];  // minimums (Q4_1 / Q5_1), else unused
+};
+
+// The activations of tokens col..col + C - 1: each token's blocks, their scales as f32
+// (d, or for Q8_1 d then s) and, for the offset formats, their quant sums.
+template <int C, class ActivationBlock>
+struct Tokens {
+  const ActivationBlock* a[C];
+  const float* scales[C];
+  const int32_t* sums[C];
+  Tokens(const TileJob& job, int64_t col) {
+    for (int j = 0; j < C; ++j) {
+      a[j] = activation_row<ActivationBlock>(job, col + j);
+      scales[j] = job.a_scales + static_cast<size_t>(col + j) * job.a_scales_stride;
+      sums[j] = job.a_sums == nullptr ? nullptr : job.a_sums + static_cast<size_t>(col + j) * job.a_sums_stride;
+    }
+  }
+};
+
+// Values: an avx2 *Values (the block's 32 values as bytes). kOffset: what the unsigned
+// byte stands above the value (0 for the formats with a minimum, whose bytes are the
+// values). kSigned: the values are signed bytes, stored with 128 added. kHasMin: Q4_1 /
+// Q5_1, result d_w d_a sum(q a) + m_w s_a.
+template <class Values, int kOffset, bool kSigned, bool kHasMin>
+struct Format32 {
+  using Strip = Strip32x16;
+  using Block = typename Values::Block;
+  using ActivationBlock = std::conditional_t<kHasMin, BlockQ8_1, BlockQ8_0>;
+
+  static int64_t strip_length(int64_t n_in) { return n_in / quant::kQK; }
+
+  static void repack(const TileJob& job, int64_t row, int n_rows, Strip* strip) {
+    const Block* w[kStrip16Rows] = {};
+    for (int r = 0; r < n_rows; ++r) w[r] = weight_row<Block>(job, row + r);
+    const __m256i flip = _mm256_set1_epi8(kSigned ? static_cast<char>(0x80) : 0);
+    for (int64_t b = 0; b < job.n_in / quant::kQK; ++b) {
+      __m256i rows[kStrip16Rows];
+      __m512i chunks[8];
+      for (int r = 0; r < kStrip16Rows; ++r) {
+        // Rows past n_rows: values of zero (their lanes are computed, then never stored).
+        rows[r] = _mm256_xor_si256(r < n_rows ? Values::values(w[r][b]) : _mm256_setzero_si256(), flip);
+        strip[b].d[r] = r < n_rows ? avx2::half_to_float(w[r][b].d) : 0.0f;
+        if constexpr (kHasMin) strip[b].m[r] = r < n_rows ? avx2::half_to_float(w[r][b].m) : 0.0f;
+      }
+      interleave_rows16(rows, chunks);
+      for (int k = 0; k < 8; ++k) store512(strip[b].qs[k], chunks[k]);
+    }
+  }
+
+  template <int C>
+  static void multiply(const TileJob& job, const Strip* strip, int64_t col, __m512* acc) {
+    const Tokens<C, ActivationBlock> t(job, col);
+    for (int j = 0; j < C; ++j) acc[j] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < job.n_in / quant::kQK; ++b) {
+      const Strip& s = strip[b];
+      __m512i sum[C];
+      for (int j = 0; j < C; ++j) {
+        sum[j] = kOffset == 0 ? _mm512_setzero_si512() : _mm512_set1_epi32(-kOffset * t.sums[j][b]);
+      }
+      #pragma GCC unroll 8
+      for (int k = 0; k < 8; ++k) {
+        const __m512i w = load512(s.qs[k]);
+        for (int j = 0; j < C; ++j) sum[j] = _mm512_dpbusd_epi32(sum[j], w, broadcast4(t.a[j][b].qs + 4 * k));
+      }
+      const __m512 d = _mm512_load_ps(s.d);
+      for (int j = 0; j < C; ++j) {
+        if constexpr (kHasMin) {
+          const __m512 scale = _mm512_mul_ps(d, _mm512_set1_ps(t.scales[j][2 * b]));
+          acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[j]), scale, acc[j]);
+          acc[j] = _mm512_fmadd_ps(_mm512_load_ps(s.m), _mm512_set1_ps(t.scales[j][2 * b + 1]), acc[j]);
+        } else {
+          const __m512 scale = _mm512_mul_ps(d, _mm512_set1_ps(t.scales[j][b]));
+          acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[j]), scale, acc[j]);
+        }
+      }
+    }
+  }
+};
+
+}  // namespace
+
+// Signed values |w| <= 127 (Q8_0, IQ4_NL) stored with 128 added; Q4_0 / Q5_0 as stored
+// (offset 8 / 16); Q4_1 / Q5_1 as stored, with their minimums.
+void tile_q8_0(const TileJob& job) { run_strips16<Format32<avx2::Q8_0Values, 128, true, false>>(job, avx2::tile_q8_0); }
+void tile_iq4_nl(const TileJob& job) { run_strips16<Format32<avx2::IQ4_NLValues, 128, true, false>>(job, avx2::tile_iq4_nl); }
+void tile_q4_0(const TileJob& job) { run_strips16<Format32<avx2::Q4_0Values, 8, false, false>>(job, avx2::tile_q4_0); }
+void tile_q5_0(const TileJob& job) { run_strips16<Format32<avx2::Q5_0Values, 16, false, false>>(job, avx2::tile_q5_0); }
+void tile_q4_1(const TileJob& job) { run_strips16<Format32<avx2::Q4_1Values, 0, false, true>>(job, avx2::tile_q4_1); }
+void tile_q5_1(const TileJob& job) { run_strips16<Format32<avx2::Q5_1Values, 0, false, true>>(job, avx2::tile_q5_1); }
+
+}  // namespace pagoda::backend::cpu::avx512vnni
