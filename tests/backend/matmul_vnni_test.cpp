@@ -23,7 +23,8 @@ namespace {
 using testing::Matrix;
 using testing::random_values;
 
-constexpr DType kTypes[] = {DType::Q8_0, DType::Q4_0, DType::Q5_0, DType::Q4_1, DType::Q5_1, DType::IQ4_NL};
+constexpr DType kTypes[] = {DType::Q8_0, DType::Q4_0, DType::Q5_0, DType::Q4_1, DType::Q5_1,
+                            DType::IQ4_NL, DType::Q4_K, DType::Q5_K, DType::Q6_K};
 constexpr int64_t kInputs = 1024;
 
 std::vector<std::byte> quantized(DType type, const std::vector<float>& values, int64_t n_out) {
@@ -79,7 +80,7 @@ TEST_P(MatmulVnniTest, SameBitsAsAvx2Strips) {
 }
 
 // Weights and activations at the ends of their ranges: every quant at +-127 (Q8_0), at
-// 0 or 15 / 31 (the 4- and 5-bit formats), activations of one sign or alternating.
+// 0 or 15 / 31 / 63 (the 4-, 5- and 6-bit formats), activations of one sign or alternating.
 TEST_P(MatmulVnniTest, SameBitsOnExtremeValues) {
   const DType type = GetParam();
   const int64_t n_out = 48, n_tokens = 12;

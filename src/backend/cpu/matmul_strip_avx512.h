@@ -50,6 +50,27 @@ inline __m512i broadcast4(const void* p) {
   return _mm512_set1_epi32(v);
 }
 
+// The strip's 16 weight rows from `row`, for repacking: rows past n_rows repeat the last
+// real one, so that every load stays inside the tensor and needs no branch (their lanes
+// are computed, then never stored).
+template <typename Block>
+void strip16_rows(const TileJob& job, int64_t row, int n_rows, const Block* (&w)[kStrip16Rows]) {
+  for (int r = 0; r < kStrip16Rows; ++r) w[r] = weight_row<Block>(job, row + std::min(r, n_rows - 1));
+}
+
+// Repacking reads a strip's 16 rows side by side, block b of each in turn: 16 streams,
+// more than the hardware prefetcher is sure to follow. Asks for block b + kRepackAhead
+// of row `w` (each cache line the block touches) so that its loads overlap the
+// repacking of block b. A prefetch never faults, so the address (an integer: it may lie
+// past the tensor) needs no check.
+constexpr int64_t kRepackAhead = 2;
+template <typename Block>
+inline void prefetch_block_ahead(const Block* w, int64_t b) {
+  const uintptr_t p = reinterpret_cast<uintptr_t>(w) + static_cast<uintptr_t>(b + kRepackAhead) * sizeof(Block);
+  for (size_t at = 0; at < sizeof(Block); at += 64) _mm_prefetch(reinterpret_cast<const char*>(p + at), _MM_HINT_T0);
+  _mm_prefetch(reinterpret_cast<const char*>(p + sizeof(Block) - 1), _MM_HINT_T0);
+}
+
 // rows[r] holds 32 values of row r (r < 16); afterwards out[k] holds values 4k..4k+3 of
 // row r in 32-bit lane r: the AVX2 8 x 8 transpose for each half, side by side.
 inline void interleave_rows16(const __m256i rows[16], __m512i out[8]) {
@@ -57,6 +78,32 @@ inline void interleave_rows16(const __m256i rows[16], __m512i out[8]) {
   avx2::interleave_rows(rows, low);
   avx2::interleave_rows(rows + 8, high);
   for (int k = 0; k < 8; ++k) out[k] = _mm512_inserti64x4(_mm512_castsi256_si512(low[k]), high[k], 1);
+}
+
+// The same transpose for 8 dwords per row, with half the instructions: the rows come in
+// pairs, z[i] holding row paired_row(i) in its low 256 bits and row paired_row(i) + 4 in
+// its high ones (so rows 0..3 beside 4..7 in z[0..3], rows 8..11 beside 12..15 in
+// z[4..7]); afterwards out[k] holds dword k of row r in lane r (r < 16).
+constexpr int paired_row(int i) { return i % 4 + 8 * (i / 4); }
+inline __m512i load_row_pair(const void* low, const void* high) {
+  return _mm512_inserti64x4(_mm512_castsi256_si512(avx2::load256(low)), avx2::load256(high), 1);
+}
+inline void transpose_rows16(const __m512i z[8], __m512i out[8]) {
+  __m512i u[8];  // u[4 g + k], 128-bit lane l: dword k + 4 (l % 2) of the 4 rows in lane l of z[4 g..]
+  for (int g = 0; g < 2; ++g) {
+    const __m512i* zg = z + 4 * g;
+    const __m512i t0 = _mm512_unpacklo_epi32(zg[0], zg[1]), t1 = _mm512_unpackhi_epi32(zg[0], zg[1]);
+    const __m512i t2 = _mm512_unpacklo_epi32(zg[2], zg[3]), t3 = _mm512_unpackhi_epi32(zg[2], zg[3]);
+    u[4 * g + 0] = _mm512_unpacklo_epi64(t0, t2);
+    u[4 * g + 1] = _mm512_unpackhi_epi64(t0, t2);
+    u[4 * g + 2] = _mm512_unpacklo_epi64(t1, t3);
+    u[4 * g + 3] = _mm512_unpackhi_epi64(t1, t3);
+  }
+  // Lanes 0 and 2 of u[k] are rows 0..3 and 4..7, of u[4 + k] rows 8..11 and 12..15.
+  for (int k = 0; k < 4; ++k) {
+    out[k] = _mm512_shuffle_i64x2(u[k], u[4 + k], _MM_SHUFFLE(2, 0, 2, 0));
+    out[k + 4] = _mm512_shuffle_i64x2(u[k], u[4 + k], _MM_SHUFFLE(3, 1, 3, 1));
+  }
 }
 
 // Writes the 16 row results of token `col` (the first `n_rows` of them).

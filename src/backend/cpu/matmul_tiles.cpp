@@ -16,13 +16,17 @@ const TileKernel* find_tile_kernel(DType weight, quant::Isa isa, CpuNumerics num
       kQ4_K{avx2::tile_q4_K, false, true, true, true}, kQ5_K{avx2::tile_q5_K, false, false, false, true},
       kQ6_K{avx2::tile_q6_K, false, false, false, true};
   // 16-row VNNI strips: the AVX2 strip kernels' bits, faster. Activation sums for all
-  // but the formats with a minimum: signed weights are stored with 128 added.
+  // but the formats with a minimum: signed weights are stored with 128 added. The
+  // k-quants read their Q8_K blocks' own bsums.
   static constexpr TileKernel kQ8_0Vnni{avx512vnni::tile_q8_0, true, false, false, true, true, 16},
       kQ4_0Vnni{avx512vnni::tile_q4_0, true, false, false, true, true, 16},
       kQ5_0Vnni{avx512vnni::tile_q5_0, true, false, false, true, true, 16},
       kIQ4_NLVnni{avx512vnni::tile_iq4_nl, true, false, false, true, true, 16},
       kQ4_1Vnni{avx512vnni::tile_q4_1, false, false, false, true, true, 16},
-      kQ5_1Vnni{avx512vnni::tile_q5_1, false, false, false, true, true, 16};
+      kQ5_1Vnni{avx512vnni::tile_q5_1, false, false, false, true, true, 16},
+      kQ4_KVnni{avx512vnni::tile_q4_K, false, false, false, true, false, 16},
+      kQ5_KVnni{avx512vnni::tile_q5_K, false, false, false, true, false, 16},
+      kQ6_KVnni{avx512vnni::tile_q6_K, false, false, false, true, false, 16};
   if (isa == quant::Isa::kAvx512Vnni && !mirror_reference) {
     switch (weight) {
       case DType::Q8_0: return &kQ8_0Vnni;
@@ -31,6 +35,9 @@ const TileKernel* find_tile_kernel(DType weight, quant::Isa isa, CpuNumerics num
       case DType::IQ4_NL: return &kIQ4_NLVnni;
       case DType::Q4_1: return &kQ4_1Vnni;
       case DType::Q5_1: return &kQ5_1Vnni;
+      case DType::Q4_K: return &kQ4_KVnni;
+      case DType::Q5_K: return &kQ5_KVnni;
+      case DType::Q6_K: return &kQ6_KVnni;
       default: break;
     }
   }

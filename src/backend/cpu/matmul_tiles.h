@@ -100,6 +100,9 @@ void tile_q5_0(const TileJob& job);
 void tile_iq4_nl(const TileJob& job);
 void tile_q4_1(const TileJob& job);
 void tile_q5_1(const TileJob& job);
+void tile_q4_K(const TileJob& job);
+void tile_q5_K(const TileJob& job);
+void tile_q6_K(const TileJob& job);
 }  // namespace avx512vnni
 
 }  // namespace pagoda::backend::cpu
