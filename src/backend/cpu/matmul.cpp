@@ -246,7 +246,10 @@ void Matmul::plan_tiles(int n_threads, Plan& plan) {
     const int64_t strip = plan.tile->strip_rows;
     const int64_t by_cache = std::max<int64_t>(static_cast<int64_t>(kWeightPanelBytes / repacked_row) / strip * strip, strip);
     const int64_t by_balance = round_up((plan.n_out + kPanelsPerThread * threads - 1) / (kPanelsPerThread * threads), strip);
-    plan.panel_rows = std::min({by_cache, by_balance, int64_t{256}});
+    // A tile of fewer than 4 tokens reads the rows as stored (the kernels' single-token
+    // path): no repacked panel to keep in cache, so each task streams as many rows as
+    // balance allows (fewer jumps in the address stream of each thread).
+    plan.panel_rows = plan.n_tokens < 4 ? by_balance : std::min({by_cache, by_balance, int64_t{256}});
     plan.tile_tokens = plan.n_tokens;
     plan.cols_per_pass = std::max<int64_t>(static_cast<int64_t>(kTileActivationBytes / plan.a_stride) / 4 * 4, 4);
     plan.scratch_bytes = static_cast<size_t>((plan.panel_rows + 7) / 8) * tile_scratch_bytes(plan.n_in);

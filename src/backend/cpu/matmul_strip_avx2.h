@@ -178,8 +178,9 @@ inline __m256i* gemv_sums(const TileJob& job) { return reinterpret_cast<__m256i*
 
 // Ask for the weights kPrefetchBytes ahead of p, in the row being read or the next one,
 // so that their loads overlap this arithmetic. A prefetch never faults, so the address
-// (an integer: it may lie past the tensor) needs no check.
-constexpr uintptr_t kPrefetchBytes = 1024;
+// (an integer: it may lie past the tensor) needs no check. 2 KiB: a plain 2-thread read
+// on Zen 4 streams 27 GB/s without prefetching, 33 / 35 / 33 GB/s with it 1 / 2 / 4 KiB ahead.
+constexpr uintptr_t kPrefetchBytes = 2048;
 inline void prefetch_ahead(const void* p) {
   _mm_prefetch(reinterpret_cast<const char*>(reinterpret_cast<uintptr_t>(p) + kPrefetchBytes), _MM_HINT_T0);
 }
