@@ -25,13 +25,16 @@ using testing::random_values;
 
 constexpr DType kTypes[] = {DType::Q8_0, DType::Q4_0, DType::Q5_0, DType::Q4_1, DType::Q5_1,
                             DType::IQ4_NL, DType::Q4_K, DType::Q5_K, DType::Q6_K};
+// One super-block, three (an odd count) and four.
+constexpr int64_t kInputSizes[] = {256, 768, 1024};
 constexpr int64_t kInputs = 1024;
 
-std::vector<std::byte> quantized(DType type, const std::vector<float>& values, int64_t n_out) {
-  const size_t row = size_t(row_bytes(type, kInputs));
+std::vector<std::byte> quantized(DType type, const std::vector<float>& values, int64_t n_out,
+                                 int64_t n_in = kInputs) {
+  const size_t row = size_t(row_bytes(type, n_in));
   std::vector<std::byte> bytes(row * size_t(n_out));
   for (int64_t r = 0; r < n_out; ++r) {
-    EXPECT_TRUE(quant::quantize_row(type, &values[size_t(r * kInputs)], bytes.data() + size_t(r) * row, kInputs).ok());
+    EXPECT_TRUE(quant::quantize_row(type, &values[size_t(r * n_in)], bytes.data() + size_t(r) * row, n_in).ok());
   }
   return bytes;
 }
@@ -64,18 +67,21 @@ TEST_P(MatmulVnniTest, SameBitsAsAvx2Strips) {
   const DType type = GetParam();
   ASSERT_EQ(find_tile_kernel(type, quant::Isa::kAvx512Vnni)->strip_rows, 16) << "not the VNNI kernel";
   // 301 rows: a partial 16-row strip and several panels; 40: less than three strips.
+  for (const int64_t n_in : kInputSizes) {
   for (const int64_t n_out : {int64_t{301}, int64_t{40}}) {
-    std::vector<std::byte> bytes = quantized(type, random_values(size_t(kInputs * n_out), 11, 0.5f), n_out);
-    const TensorView w = make_view(bytes.data(), type, kInputs, n_out);
+    std::vector<std::byte> bytes = quantized(type, random_values(size_t(n_in * n_out), 11, 0.5f), n_out, n_in);
+    const TensorView w = make_view(bytes.data(), type, n_in, n_out);
     for (const int64_t n_tokens : {1, 3, 4, 5, 8, 13, 16, 150}) {
-      Matrix x(n_tokens, kInputs, 3, 12 + uint32_t(n_tokens), 2.0f);
+      Matrix x(n_tokens, n_in, 3, 12 + uint32_t(n_tokens), 2.0f);
       for (const int threads : {1, 2}) {
-        const std::string what = std::string(dtype_name(type)) + ", " + std::to_string(n_out) + " rows, " +
-                                 std::to_string(n_tokens) + " tokens, " + std::to_string(threads) + " threads";
+        const std::string what = std::string(dtype_name(type)) + ", " + std::to_string(n_in) + " inputs, " +
+                                 std::to_string(n_out) + " rows, " + std::to_string(n_tokens) + " tokens, " +
+                                 std::to_string(threads) + " threads";
         expect_same_bits(run(quant::Isa::kAvx512Vnni, threads, w, x, n_out), run(quant::Isa::kAvx2, threads, w, x, n_out),
                          what);
       }
     }
+  }
   }
 }
 
