@@ -39,7 +39,8 @@ constexpr Shape kShapes[] = {
     {"smollm2-135m.attn", 576, 576},   {"smollm2-135m.ffn_up", 1536, 576},
     {"smollm2-135m.ffn_down", 576, 1536}, {"smollm2-135m.output", 49152, 576},
     {"1b.attn", 2048, 2048},           {"1b.ffn_up", 8192, 2048},
-    {"1b.ffn_down", 2048, 8192},       {"8b.ffn_down", 4096, 14336},
+    {"1b.ffn_down", 2048, 8192},       {"1b.output", 49152, 2048},
+    {"8b.ffn_down", 4096, 14336},
 };
 constexpr DType kTypes[] = {DType::Q4_K, DType::Q8_0, DType::Q4_1, DType::Q6_K, DType::Q4_0};
 constexpr int64_t kTokens[] = {1, 16, 512};  // decoding, a batch of decodes, a prompt

@@ -106,6 +106,24 @@ inline void transpose_rows16(const __m512i z[8], __m512i out[8]) {
   }
 }
 
+// The 8 scales and 8 minimums of a super-block of two rows, row `low`'s in the low 128
+// bits: per half [scales 0..7, mins 0..7] as bytes, as quant::dot_scales::unpack_q4_K
+// gives them (its steps, in registers, for both rows at once). `low` and `high` are the
+// 12 scale bytes b0..b11; 16 bytes are read from each, which stay inside the block.
+inline __m256i unpack_scales(const uint8_t* low, const uint8_t* high) {
+  const auto both = [](__m128i pattern) { return _mm256_broadcastsi128_si256(pattern); };
+  const __m256i v = _mm256_inserti128_si256(_mm256_castsi128_si256(avx2::load128(low)), avx2::load128(high), 1);
+  // [b0..b3, b8..b11, b4..b7, b8..b11]: scales 0..3, low bits of scales 4..7, mins 0..3,
+  // low bits of mins 4..7 (the high nibbles of b8..b11).
+  const __m256i x = _mm256_shuffle_epi8(v, both(_mm_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11)));
+  const __m256i low_bits = _mm256_or_si256(
+      _mm256_and_si256(x, both(_mm_setr_epi8(63, 63, 63, 63, 15, 15, 15, 15, 63, 63, 63, 63, 0, 0, 0, 0))),
+      _mm256_and_si256(_mm256_srli_epi16(x, 4), both(_mm_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 15, 15, 15, 15))));
+  // The top 2 bits of b0..b3 (b4..b7) are bits 4..5 of scales (mins) 4..7.
+  const __m256i top = _mm256_shuffle_epi8(v, both(_mm_setr_epi8(-1, -1, -1, -1, 0, 1, 2, 3, -1, -1, -1, -1, 4, 5, 6, 7)));
+  return _mm256_or_si256(low_bits, _mm256_and_si256(_mm256_srli_epi16(top, 2), _mm256_set1_epi8(0x30)));
+}
+
 // Writes the 16 row results of token `col` (the first `n_rows` of them).
 inline void store_strip16(const TileJob& job, int64_t row, int64_t col, int n_rows, __m512 v) {
   float* y = job.y + static_cast<size_t>(col) * job.y_stride + static_cast<size_t>(row);

@@ -44,24 +44,6 @@ struct Q5_KValues {
   }
 };
 
-// The 8 scales and 8 minimums of a super-block of two rows, row `low`'s in the low 128
-// bits: per half [scales 0..7, mins 0..7] as bytes, as quant::dot_scales::unpack_q4_K
-// gives them (its steps, in registers, for both rows at once). `low` and `high` are the
-// 12 scale bytes b0..b11; 16 bytes are read from each, which stay inside the block.
-inline __m256i unpack_scales(const uint8_t* low, const uint8_t* high) {
-  const auto both = [](__m128i pattern) { return _mm256_broadcastsi128_si256(pattern); };
-  const __m256i v = _mm256_inserti128_si256(_mm256_castsi128_si256(avx2::load128(low)), avx2::load128(high), 1);
-  // [b0..b3, b8..b11, b4..b7, b8..b11]: scales 0..3, low bits of scales 4..7, mins 0..3,
-  // low bits of mins 4..7 (the high nibbles of b8..b11).
-  const __m256i x = _mm256_shuffle_epi8(v, both(_mm_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11)));
-  const __m256i low_bits = _mm256_or_si256(
-      _mm256_and_si256(x, both(_mm_setr_epi8(63, 63, 63, 63, 15, 15, 15, 15, 63, 63, 63, 63, 0, 0, 0, 0))),
-      _mm256_and_si256(_mm256_srli_epi16(x, 4), both(_mm_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 15, 15, 15, 15))));
-  // The top 2 bits of b0..b3 (b4..b7) are bits 4..5 of scales (mins) 4..7.
-  const __m256i top = _mm256_shuffle_epi8(v, both(_mm_setr_epi8(-1, -1, -1, -1, 0, 1, 2, 3, -1, -1, -1, -1, 4, 5, 6, 7)));
-  return _mm256_or_si256(low_bits, _mm256_and_si256(_mm256_srli_epi16(top, 2), _mm256_set1_epi8(0x30)));
-}
-
 // One super-block of 16 rows (5248 bytes).
 struct alignas(64) StripK16 {
   uint8_t qs[8][8][64];   // [sub-block][chunk of 4 values][row x 4]
@@ -172,107 +154,9 @@ struct ScaleMinFormat16 {
   }
 };
 
-// Q4_K against one token at a time, the blocks as stored (decoding: no repacking). Per
-// row and super-block the exact integer totals of the AVX2 gemv, from 64 values per
-// instruction: the qs bytes 0..63 hold sub-blocks 0 and 2 in their low nibbles, 1 and 3 in
-// their high ones (64..127 likewise 4..7), so the token's quants are laid out once in
-// that order (`Q4_KGemvScratch::quants`), and each pair of sub-blocks is one maddubs and
-// one vpdpwssd against its two scales. Rows are read one after the other, each from start
-// to end, so that the weights stream in address order; their partial sums wait in scratch
-// for the f32 steps, which then run for 16 rows at once as in the AVX2 gemv: same bits.
-struct Q4_KGemvScratch {
-  __m512i* quants;   // [n_blocks][4]: the token's sub-blocks 0|2, 1|3, 4|6, 5|7
-  __m128i* groups;   // [n_blocks]: the token's sum over each sub-block, int16
-  __m256i* totals;   // [n_blocks][16 rows]: 8 partial sums of the scaled sub-block dots
-  __m128i* min_dots; // [n_blocks][16 rows]: 4 partial sums of min_s * group sum_s
-  Q4_KGemvScratch(const TileJob& job) {
-    const size_t n_blocks = static_cast<size_t>(job.n_in / kQK_K);
-    quants = reinterpret_cast<__m512i*>(job.scratch);
-    totals = reinterpret_cast<__m256i*>(quants + 4 * n_blocks);
-    min_dots = reinterpret_cast<__m128i*>(totals + kStrip16Rows * n_blocks);
-    groups = min_dots + kStrip16Rows * n_blocks;
-  }
-  void lay_out(const BlockQ8_K* a, int64_t n_blocks) const {
-    for (int64_t b = 0; b < n_blocks; ++b) {
-      const int8_t* q = a[b].qs;
-      for (int i = 0; i < 4; ++i) {  // pair i: sub-blocks 4 (i / 2) + i % 2 and that + 2
-        const int first = 4 * (i / 2) + i % 2;
-        quants[4 * b + i] = load_row_pair(q + 32 * first, q + 32 * (first + 2));
-      }
-      groups[b] = _mm_hadd_epi16(avx2::load128(a[b].bsums), avx2::load128(a[b].bsums + 8));
-    }
-  }
-};
-
-// One row's super-block against the laid-out token: 8 partial sums of sum_s scale_s *
-// dot(sub-block s), and in min_dot 4 of sum_s min_s * group sum_s (all exact).
-inline __m256i q4_K_row_sum(const BlockQ4_K& w, const __m512i* quants, __m128i groups, __m128i& min_dot) {
-  const __m256i scales_and_mins = _mm256_cvtepu8_epi16(_mm256_castsi256_si128(unpack_scales(w.scales, w.scales)));
-  min_dot = _mm_madd_epi16(_mm256_extracti128_si256(scales_and_mins, 1), groups);
-  const __m512i scales = _mm512_castsi256_si512(scales_and_mins);
-  const __m512i nibble = _mm512_set1_epi8(0x0f);
-  const __m512i q[2] = {load512(w.qs), load512(w.qs + 64)};
-  __m512i sum = _mm512_setzero_si512();
-  #pragma GCC unroll 4
-  for (int i = 0; i < 4; ++i) {
-    const int first = 4 * (i / 2) + i % 2;  // its scale in the low 256 bits, first + 2's in the high
-    const __m512i pick = _mm512_inserti64x4(_mm512_set1_epi16(static_cast<int16_t>(first)), _mm256_set1_epi16(static_cast<int16_t>(first + 2)), 1);
-    const __m512i values = _mm512_and_si512(i % 2 ? _mm512_srli_epi16(q[i / 2], 4) : q[i / 2], nibble);
-    sum = _mm512_dpwssd_epi32(sum, _mm512_maddubs_epi16(values, quants[i]), _mm512_permutexvar_epi16(pick, scales));
-  }
-  return _mm256_add_epi32(_mm512_castsi512_si256(sum), _mm512_extracti64x4_epi64(sum, 1));
-}
-
-inline __m512i join(__m256i low, __m256i high) { return _mm512_inserti64x4(_mm512_castsi256_si512(low), high, 1); }
-inline __m512 join(__m256 low, __m256 high) { return _mm512_castsi512_ps(join(_mm256_castps_si256(low), _mm256_castps_si256(high))); }
-
-__m512 q4_K_gemv16(const TileJob& job, const Q4_KGemvScratch& s, int64_t row, int n_rows, int64_t col) {
-  const BlockQ4_K* w[kStrip16Rows];
-  strip16_rows(job, row, n_rows, w);
-  const BlockQ8_K* a = activation_row<BlockQ8_K>(job, col);
-  const int64_t n_blocks = job.n_in / kQK_K;
-  for (int r = 0; r < kStrip16Rows; ++r) {
-    for (int64_t b = 0; b < n_blocks; ++b) {
-      __m256i& total = s.totals[kStrip16Rows * b + r];
-      __m128i& min_dot = s.min_dots[kStrip16Rows * b + r];
-      if (r >= n_rows) {  // never stored
-        total = _mm256_setzero_si256();
-        min_dot = _mm_setzero_si128();
-        continue;
-      }
-      for (int line = 0; line < 3; ++line) avx2::prefetch_ahead(w[r][b].qs + 64 * line);
-      total = q4_K_row_sum(w[r][b], s.quants + 4 * b, s.groups[b], min_dot);
-    }
-  }
-  __m512 acc = _mm512_setzero_ps(), acc_min = _mm512_setzero_ps();
-  for (int64_t b = 0; b < n_blocks; ++b) {
-    const __m512 ad = _mm512_set1_ps(a[b].d);
-    __m256 d[2], dmin[2];
-    for (int h = 0; h < 2; ++h) avx2::strip_half_pairs(w + 8 * h, b, offsetof(BlockQ4_K, d), d[h], dmin[h]);
-    const __m256i* totals = s.totals + kStrip16Rows * b;
-    const __m128i* min_dots = s.min_dots + kStrip16Rows * b;
-    const __m512i total = join(avx2::row_totals(totals), avx2::row_totals(totals + 8));
-    const __m512i min_total = join(avx2::row_totals(min_dots), avx2::row_totals(min_dots + 8));
-    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(total), _mm512_mul_ps(join(d[0], d[1]), ad), acc);
-    acc_min = _mm512_fmadd_ps(_mm512_cvtepi32_ps(min_total), _mm512_mul_ps(join(dmin[0], dmin[1]), ad), acc_min);
-  }
-  return _mm512_sub_ps(acc, acc_min);
-}
-
-void gemv_q4_K(const TileJob& job) {
-  const Q4_KGemvScratch scratch(job);
-  for (int64_t col = 0; col < job.n_cols; ++col) {
-    scratch.lay_out(activation_row<BlockQ8_K>(job, col), job.n_in / kQK_K);
-    for (int64_t row = 0; row < job.n_rows; row += kStrip16Rows) {
-      const int n_rows = static_cast<int>(std::min<int64_t>(job.n_rows - row, kStrip16Rows));
-      store_strip16(job, row, col, n_rows, q4_K_gemv16(job, scratch, row, n_rows, col));
-    }
-  }
-}
-
 }  // namespace
 
 void tile_q4_K(const TileJob& job) { run_strips16<ScaleMinFormat16<Q4_KValues>>(job, gemv_q4_K); }
-void tile_q5_K(const TileJob& job) { run_strips16<ScaleMinFormat16<Q5_KValues>>(job, avx2::tile_q5_K); }
+void tile_q5_K(const TileJob& job) { run_strips16<ScaleMinFormat16<Q5_KValues>>(job, gemv_q5_K); }
 
 }  // namespace pagoda::backend::cpu::avx512vnni

@@ -134,6 +134,6 @@ struct Q6_KFormat16 {
 
 }  // namespace
 
-void tile_q6_K(const TileJob& job) { run_strips16<Q6_KFormat16>(job, avx2::tile_q6_K); }
+void tile_q6_K(const TileJob& job) { run_strips16<Q6_KFormat16>(job, gemv_q6_K); }
 
 }  // namespace pagoda::backend::cpu::avx512vnni
