@@ -85,13 +85,14 @@ struct SignedFormat {
     using Block = typename Values::Block;
     const Block* w[kStripRows];
     strip_rows(job, row, n_rows, w);
+    const uintptr_t ahead = strip_prefetch_distance(job);
     const BlockQ8_0* a = activation_row<BlockQ8_0>(job, col);
     __m256 acc = _mm256_setzero_ps();
     for (int64_t b = 0; b < job.n_in / quant::kQK; ++b) {
       const __m256i av = load256(a[b].qs);
       __m256i sums[kStripRows];
       for (int r = 0; r < kStripRows; ++r) {
-        prefetch_next_strip(job, &w[r][b]);
+        prefetch_strip_ahead(ahead, &w[r][b]);
         const __m256i wv = Values::values(w[r][b]);
         sums[r] = quad_sums(_mm256_maddubs_epi16(_mm256_sign_epi8(wv, wv), _mm256_sign_epi8(av, wv)));
       }
@@ -139,6 +140,7 @@ struct OffsetFormat {
     using Block = typename Values::Block;
     const Block* w[kStripRows];
     strip_rows(job, row, n_rows, w);
+    const uintptr_t ahead = strip_prefetch_distance(job);
     const BlockQ8_0* a = activation_row<BlockQ8_0>(job, col);
     const int32_t* a_sums = job.a_sums + static_cast<size_t>(col) * job.a_sums_stride;
     __m256 acc = _mm256_setzero_ps();
@@ -146,7 +148,7 @@ struct OffsetFormat {
       const __m256i av = load256(a[b].qs);
       __m256i sums[kStripRows];
       for (int r = 0; r < kStripRows; ++r) {
-        prefetch_next_strip(job, &w[r][b]);
+        prefetch_strip_ahead(ahead, &w[r][b]);
         sums[r] = quad_sums(_mm256_maddubs_epi16(Values::values(w[r][b]), av));
       }
       const __m256i exact = _mm256_add_epi32(row_totals(sums), _mm256_set1_epi32(-Values::kOffset * a_sums[b]));
@@ -216,13 +218,14 @@ struct MinFormat {
     using Block = typename Values::Block;
     const Block* w[kStripRows];
     strip_rows(job, row, n_rows, w);
+    const uintptr_t ahead = strip_prefetch_distance(job);
     const BlockQ8_1* a = activation_row<BlockQ8_1>(job, col);
     __m256 acc = _mm256_setzero_ps();
     for (int64_t b = 0; b < job.n_in / quant::kQK; ++b) {
       const __m256i av = load256(a[b].qs);
       __m256i sums[kStripRows];
       for (int r = 0; r < kStripRows; ++r) {
-        prefetch_next_strip(job, &w[r][b]);
+        prefetch_strip_ahead(ahead, &w[r][b]);
         sums[r] = quad_sums(_mm256_maddubs_epi16(Values::values(w[r][b]), av));
       }
       static_assert(offsetof(Block, m) == offsetof(Block, d) + sizeof(quant::half));
