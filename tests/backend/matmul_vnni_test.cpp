@@ -25,8 +25,12 @@ using testing::random_values;
 
 constexpr DType kTypes[] = {DType::Q8_0, DType::Q4_0, DType::Q5_0, DType::Q4_1, DType::Q5_1,
                             DType::IQ4_NL, DType::Q4_K, DType::Q5_K, DType::Q6_K};
-// One super-block, three (an odd count) and four.
-constexpr int64_t kInputSizes[] = {256, 768, 1024};
+// One super-block, three (an odd count) and four; the 32-value formats also take 576
+// (18 blocks: kernels that step 8 blocks at a time have 2 left over).
+std::vector<int64_t> input_sizes(DType type) {
+  if (traits(type).block_size == 32) return {256, 576, 768, 1024};
+  return {256, 768, 1024};
+}
 constexpr int64_t kInputs = 1024;
 
 std::vector<std::byte> quantized(DType type, const std::vector<float>& values, int64_t n_out,
@@ -67,7 +71,7 @@ TEST_P(MatmulVnniTest, SameBitsAsAvx2Strips) {
   const DType type = GetParam();
   ASSERT_EQ(find_tile_kernel(type, quant::Isa::kAvx512Vnni)->strip_rows, 16) << "not the VNNI kernel";
   // 301 rows: a partial 16-row strip and several panels; 40: less than three strips.
-  for (const int64_t n_in : kInputSizes) {
+  for (const int64_t n_in : input_sizes(type)) {
   for (const int64_t n_out : {int64_t{301}, int64_t{40}}) {
     std::vector<std::byte> bytes = quantized(type, random_values(size_t(n_in * n_out), 11, 0.5f), n_out, n_in);
     const TensorView w = make_view(bytes.data(), type, n_in, n_out);

@@ -49,10 +49,6 @@ inline __m128i lane_sums(__m512i a, __m128i b) {
   return _mm_hadd_epi32(pairs, pairs);
 }
 
-inline void prefetch_lines(const void* block, size_t bytes) {
-  for (size_t at = 0; at < bytes; at += 64) avx2::prefetch_ahead(static_cast<const char*>(block) + at);
-}
-
 // ---- Q4_K and Q5_K ------------------------------------------------------------------
 
 // The token laid out once per tile for Q4_K's and Q5_K's nibble order: the qs bytes 0..63 hold
@@ -140,7 +136,7 @@ inline float scale_min_row(const TileJob& job, const ScaleMinToken& t, const Blo
   const Block* w = weight_row<Block>(job, row);
   __m128 acc = _mm_setzero_ps();  // [sum, minimums' share, ...]
   for (int64_t b = 0; b < job.n_in / kQK_K; ++b) {
-    prefetch_lines(&w[b], sizeof(Block));
+    prefetch_row_ahead(&w[b], sizeof(Block));
     acc = f32_step(scale_min_totals(w[b], t.quants + 4 * b, t.groups[b]), halves(&w[b].d, 2), a[b].d, acc);
   }
   // acc - acc_min, as the strip kernels end.
@@ -206,7 +202,7 @@ inline float q6_K_row(const TileJob& job, const BlockQ8_K* a, int64_t row) {
   const BlockQ6_K* w = weight_row<BlockQ6_K>(job, row);
   __m128 acc = _mm_setzero_ps();
   for (int64_t b = 0; b < job.n_in / kQK_K; ++b) {
-    prefetch_lines(&w[b], sizeof(BlockQ6_K));
+    prefetch_row_ahead(&w[b], sizeof(BlockQ6_K));
     acc = f32_step(q6_K_totals(w[b], a[b]), halves(&w[b].d, 1), a[b].d, acc);
   }
   return _mm_cvtss_f32(acc);

@@ -110,7 +110,7 @@ struct Format32 {
 
 // Signed values |w| <= 127 (Q8_0, IQ4_NL) stored with 128 added; Q4_0 / Q5_0 as stored
 // (offset 8 / 16); Q4_1 / Q5_1 as stored, with their minimums.
-void tile_q8_0(const TileJob& job) { run_strips16<Format32<avx2::Q8_0Values, 128, true, false>>(job, avx2::tile_q8_0); }
+void tile_q8_0(const TileJob& job) { run_strips16<Format32<avx2::Q8_0Values, 128, true, false>>(job, gemv_q8_0); }
 void tile_iq4_nl(const TileJob& job) { run_strips16<Format32<avx2::IQ4_NLValues, 128, true, false>>(job, avx2::tile_iq4_nl); }
 void tile_q4_0(const TileJob& job) { run_strips16<Format32<avx2::Q4_0Values, 8, false, false>>(job, avx2::tile_q4_0); }
 void tile_q5_0(const TileJob& job) { run_strips16<Format32<avx2::Q5_0Values, 16, false, false>>(job, avx2::tile_q5_0); }

@@ -103,8 +103,9 @@ void tile_q5_1(const TileJob& job);
 void tile_q4_K(const TileJob& job);
 void tile_q5_K(const TileJob& job);
 void tile_q6_K(const TileJob& job);
-// Single-token kernels (matmul_gemv_k_avx512vnni.cpp), for tiles of fewer than 4 tokens:
+// Single-token kernels (matmul_gemv_*_avx512vnni.cpp), for tiles of fewer than 4 tokens:
 // the blocks as stored, the strip kernels' bits.
+void gemv_q8_0(const TileJob& job);
 void gemv_q4_K(const TileJob& job);
 void gemv_q5_K(const TileJob& job);
 void gemv_q6_K(const TileJob& job);
