@@ -71,19 +71,10 @@ inline void prefetch_block_ahead(const Block* w, int64_t b) {
   _mm_prefetch(reinterpret_cast<const char*>(p + sizeof(Block) - 1), _MM_HINT_T0);
 }
 
-// rows[r] holds 32 values of row r (r < 16); afterwards out[k] holds values 4k..4k+3 of
-// row r in 32-bit lane r: the AVX2 8 x 8 transpose for each half, side by side.
-inline void interleave_rows16(const __m256i rows[16], __m512i out[8]) {
-  __m256i low[8], high[8];
-  avx2::interleave_rows(rows, low);
-  avx2::interleave_rows(rows + 8, high);
-  for (int k = 0; k < 8; ++k) out[k] = _mm512_inserti64x4(_mm512_castsi256_si512(low[k]), high[k], 1);
-}
-
-// The same transpose for 8 dwords per row, with half the instructions: the rows come in
-// pairs, z[i] holding row paired_row(i) in its low 256 bits and row paired_row(i) + 4 in
-// its high ones (so rows 0..3 beside 4..7 in z[0..3], rows 8..11 beside 12..15 in
-// z[4..7]); afterwards out[k] holds dword k of row r in lane r (r < 16).
+// A 16-row transpose of 8 dwords per row (24 instructions): the rows come in pairs, z[i]
+// holding row paired_row(i) in its low 256 bits and row paired_row(i) + 4 in its high
+// ones (so rows 0..3 beside 4..7 in z[0..3], rows 8..11 beside 12..15 in z[4..7]);
+// afterwards out[k] holds dword k of row r in lane r (r < 16).
 constexpr int paired_row(int i) { return i % 4 + 8 * (i / 4); }
 inline __m512i load_row_pair(const void* low, const void* high) {
   return _mm512_inserti64x4(_mm512_castsi256_si512(avx2::load256(low)), avx2::load256(high), 1);

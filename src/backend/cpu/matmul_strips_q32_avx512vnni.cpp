@@ -22,6 +22,14 @@ namespace {
 using quant::BlockQ8_0;
 using quant::BlockQ8_1;
 
+// Repacking asks for the same bytes of a strip at least this far ahead (into L2): the
+// next strip when rows are long, several on when they are short.
+constexpr size_t kRepackPrefetchBytes = 32 * 1024;
+inline uintptr_t repack_prefetch_distance(const TileJob& job) {
+  const size_t strip_bytes = kStrip16Rows * job.w_stride;
+  return (kRepackPrefetchBytes + strip_bytes - 1) / strip_bytes * strip_bytes;
+}
+
 // One block of 16 rows: chunk k holds values 4k..4k+3 of row r in 32-bit lane r, as
 // unsigned bytes.
 struct alignas(64) Strip32x16 {
@@ -58,21 +66,41 @@ struct Format32 {
 
   static int64_t strip_length(int64_t n_in) { return n_in / quant::kQK; }
 
+  // Block b of the 16 rows side by side, their values paired into 512-bit vectors for
+  // transpose_rows16; the same block of a strip further on asked for meanwhile (16 rows
+  // read side by side from DRAM: at 16 tokens a step, waiting on them was half of the
+  // matmul); the scales
+  // of the 16 rows come in one gather of each row's first 4 bytes (d, then m or the first
+  // quants).
   static void repack(const TileJob& job, int64_t row, int n_rows, Strip* strip) {
-    const Block* w[kStrip16Rows] = {};
-    for (int r = 0; r < n_rows; ++r) w[r] = weight_row<Block>(job, row + r);
+    const Block* w[kStrip16Rows];
+    strip16_rows(job, row, n_rows, w);
+    __m512i offsets = _mm512_setzero_si512();  // bytes from row 0 to each row
+    for (int r = 0; r < kStrip16Rows; ++r) {
+      const auto at = reinterpret_cast<const char*>(w[r]) - reinterpret_cast<const char*>(w[0]);
+      offsets = _mm512_mask_set1_epi32(offsets, static_cast<__mmask16>(1u << r), static_cast<int>(at));
+    }
     const __m256i flip = _mm256_set1_epi8(kSigned ? static_cast<char>(0x80) : 0);
+    const uintptr_t ahead = repack_prefetch_distance(job);
     for (int64_t b = 0; b < job.n_in / quant::kQK; ++b) {
-      __m256i rows[kStrip16Rows];
-      __m512i chunks[8];
       for (int r = 0; r < kStrip16Rows; ++r) {
-        // Rows past n_rows: values of zero (their lanes are computed, then never stored).
-        rows[r] = _mm256_xor_si256(r < n_rows ? Values::values(w[r][b]) : _mm256_setzero_si256(), flip);
-        strip[b].d[r] = r < n_rows ? avx2::half_to_float(w[r][b].d) : 0.0f;
-        if constexpr (kHasMin) strip[b].m[r] = r < n_rows ? avx2::half_to_float(w[r][b].m) : 0.0f;
+        _mm_prefetch(reinterpret_cast<const char*>(&w[r][b]) + ahead, _MM_HINT_T1);
       }
-      interleave_rows16(rows, chunks);
+      __m512i pairs[8], chunks[8];
+      for (int i = 0; i < 8; ++i) {
+        const __m256i low = _mm256_xor_si256(Values::values(w[paired_row(i)][b]), flip);
+        const __m256i high = _mm256_xor_si256(Values::values(w[paired_row(i) + 4][b]), flip);
+        pairs[i] = _mm512_inserti64x4(_mm512_castsi256_si512(low), high, 1);
+      }
+      transpose_rows16(pairs, chunks);
       for (int k = 0; k < 8; ++k) store512(strip[b].qs[k], chunks[k]);
+      static_assert(offsetof(Block, d) == 0 && sizeof(Block) >= 4);
+      const __m512i head = _mm512_i32gather_epi32(offsets, &w[0][b], 1);
+      _mm512_store_ps(strip[b].d, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(head)));
+      if constexpr (kHasMin) {
+        static_assert(offsetof(Block, m) == 2);
+        _mm512_store_ps(strip[b].m, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(head, 16))));
+      }
     }
   }
 
