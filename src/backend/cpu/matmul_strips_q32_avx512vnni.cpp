@@ -22,13 +22,6 @@ namespace {
 using quant::BlockQ8_0;
 using quant::BlockQ8_1;
 
-// Repacking asks for the same bytes of a strip at least this far ahead (into L2): the
-// next strip when rows are long, several on when they are short.
-constexpr size_t kRepackPrefetchBytes = 32 * 1024;
-inline uintptr_t repack_prefetch_distance(const TileJob& job) {
-  const size_t strip_bytes = kStrip16Rows * job.w_stride;
-  return (kRepackPrefetchBytes + strip_bytes - 1) / strip_bytes * strip_bytes;
-}
 
 // One block of 16 rows: chunk k holds values 4k..4k+3 of row r in 32-bit lane r, as
 // unsigned bytes.
@@ -66,12 +59,9 @@ struct Format32 {
 
   static int64_t strip_length(int64_t n_in) { return n_in / quant::kQK; }
 
-  // Block b of the 16 rows side by side, their values paired into 512-bit vectors for
-  // transpose_rows16; the same block of a strip further on asked for meanwhile (16 rows
-  // read side by side from DRAM: at 16 tokens a step, waiting on them was half of the
-  // matmul); the scales
-  // of the 16 rows come in one gather of each row's first 4 bytes (d, then m or the first
-  // quants).
+  // Block b of the 16 rows side by side (see prefetch_block_ahead), their values paired
+  // into 512-bit vectors for transpose_rows16; the scales of the 16 rows come in one
+  // gather of each row's first 4 bytes (d, then m or the first quants).
   static void repack(const TileJob& job, int64_t row, int n_rows, Strip* strip) {
     const Block* w[kStrip16Rows];
     strip16_rows(job, row, n_rows, w);
@@ -81,11 +71,9 @@ struct Format32 {
       offsets = _mm512_mask_set1_epi32(offsets, static_cast<__mmask16>(1u << r), static_cast<int>(at));
     }
     const __m256i flip = _mm256_set1_epi8(kSigned ? static_cast<char>(0x80) : 0);
-    const uintptr_t ahead = repack_prefetch_distance(job);
+    const uintptr_t ahead = repack_prefetch_distance<Block>(job);
     for (int64_t b = 0; b < job.n_in / quant::kQK; ++b) {
-      for (int r = 0; r < kStrip16Rows; ++r) {
-        _mm_prefetch(reinterpret_cast<const char*>(&w[r][b]) + ahead, _MM_HINT_T1);
-      }
+      for (int r = 0; r < kStrip16Rows; ++r) prefetch_block_ahead(ahead, &w[r][b]);
       __m512i pairs[8], chunks[8];
       for (int i = 0; i < 8; ++i) {
         const __m256i low = _mm256_xor_si256(Values::values(w[paired_row(i)][b]), flip);
