@@ -36,8 +36,8 @@ constexpr int kStrip16Rows = 16;
 // Tokens per micro-kernel call: kStripTokens int32 sums and f32 accumulators in registers,
 // each weight vector loaded once for all of them.
 constexpr int kStripTokens = 8;
-// Fewer tokens than this take the AVX2 kernel's single-token path (the weights as
-// stored, no repacking), which gives the same bits.
+// Fewer tokens than this take the format's single-token kernel (the weights as stored,
+// no repacking), which gives the same bits.
 constexpr int kMinRepackTokens = 4;
 
 inline __m512i load512(const void* p) { return _mm512_loadu_si512(p); }
@@ -61,21 +61,19 @@ void strip16_rows(const TileJob& job, int64_t row, int n_rows, const Block* (&w)
 // Repacking reads a strip's 16 rows side by side, block b of each in turn: 16 streams
 // from DRAM, more than the hardware prefetcher follows. Meanwhile it asks for the bytes
 // `distance` further on. For a tile of few tokens (decoding several sequences)
-// that is the same block of a strip at least kRepackPrefetchBytes on: the next strip
+// that is the same block of a strip at least avx2::kStripPrefetchBytes on: the next strip
 // when rows are long, several on when they are short; at 16 tokens a step, waiting on
 // the weights had been half of the time of a matmul. A tile of many tokens (a prompt)
 // spends its time multiplying, and more so when its rows stay in its panel: the same row
 // kRepackAheadBlocks on (prompt processing is 3% slower with the far distance). A
 // prefetch never faults, so the address (an integer: it may lie past the tensor) needs no
 // check.
-constexpr size_t kRepackPrefetchBytes = 32 * 1024;
 constexpr int64_t kFarPrefetchTokens = 32;
 constexpr size_t kRepackAheadBlocks = 2;
 template <typename Block>
 inline uintptr_t repack_prefetch_distance(const TileJob& job) {
   if (job.n_cols > kFarPrefetchTokens) return kRepackAheadBlocks * sizeof(Block);
-  const size_t strip_bytes = kStrip16Rows * job.w_stride;
-  return (kRepackPrefetchBytes + strip_bytes - 1) / strip_bytes * strip_bytes;
+  return avx2::whole_strips_ahead(kStrip16Rows * job.w_stride);
 }
 template <typename Block>
 inline void prefetch_block_ahead(uintptr_t distance, const Block* block) {
@@ -154,10 +152,11 @@ inline void store_strip16(const TileJob& job, int64_t row, int64_t col, int n_ro
 
 // Runs a Format over the tile: Format::Strip is the repacked form of one block (or
 // super-block) of 16 rows, Format::repack(job, row, n_rows, strip) fills a strip's blocks
-// (rows past n_rows are zero), Format::multiply<C>(job, strip, col, acc) accumulates C
-// tokens' results. As avx2::run_strips: every strip is repacked once into scratch, then
-// passes over the tokens job.cols_per_pass at a time. `single_tokens` (the AVX2 kernel of
-// the same format) runs tiles of fewer than kMinRepackTokens tokens.
+// (rows past n_rows repeat the last real one: see strip16_rows), Format::multiply<C>(job,
+// strip, col, acc) accumulates C tokens' results. As avx2::run_strips: every strip is
+// repacked once into scratch, then passes over the tokens job.cols_per_pass at a time.
+// `single_tokens` (the VNNI single-token kernel of the format where there is one, else
+// the AVX2 kernel) runs tiles of fewer than kMinRepackTokens tokens.
 template <class Format>
 void run_strips16(const TileJob& job, void (*single_tokens)(const TileJob&)) {
   if (job.n_cols < kMinRepackTokens) {

@@ -92,7 +92,8 @@ void pairs_q5_1(const TileJob& job);
 }  // namespace avx2
 
 // 16-row strips through vpdpbusd (matmul_strips_*_avx512vnni.cpp): the same bits as the
-// AVX2 strip kernels of the same type; tiles of fewer than 4 tokens run those.
+// AVX2 strip kernels of the same type; tiles of fewer than 4 tokens run the single-token
+// kernels below, or for the other types the AVX2 ones.
 namespace avx512vnni {
 void tile_q8_0(const TileJob& job);
 void tile_q4_0(const TileJob& job);
