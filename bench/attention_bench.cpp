@@ -6,7 +6,10 @@
 //   prefill: one sequence, a 512-token prompt with nothing cached
 //   lone:    one sequence, one new token after 4095 cached (the split schedule)
 //
-// Each case runs with an f16 (the default), f32 and q8_0 cache.
+// Each case runs with an f16 (the default), f32 and q8_0 cache. The cache has kLayers
+// layers and each run attends the next one, as a model's step does: with one layer the
+// whole cache (12 MiB in f16) would stay in L3 and the decode case would never wait on
+// DRAM, where a real step's cache lives.
 //
 //   ./build/bench/attention_bench [--threads=N] [--reference] [--benchmark_filter=decode]
 //
@@ -36,6 +39,7 @@ using namespace pagoda::backend;
 
 constexpr int32_t kHeads = 9, kKvHeads = 3, kHeadDim = 64, kBlockSize = 16;
 constexpr int32_t kBlocks = 1024;  // 16384 token slots: room for every case
+constexpr int32_t kLayers = 8;    // 8 x 12 MiB (f16) of K/V: more than any L3 here
 
 int g_threads = 2;
 bool g_reference = false;
@@ -55,7 +59,7 @@ std::vector<float> random_values(size_t n, uint32_t seed) {
   return v;
 }
 
-// A KV cache of one layer filled with random rows, and the batch of one step.
+// A KV cache of kLayers layers filled with random rows, and the batch of one step.
 struct Step {
   std::unique_ptr<KvStorage> kv;
   std::vector<std::vector<int32_t>> tables;
@@ -65,11 +69,12 @@ struct Step {
   std::vector<float> out;  // [n_tokens][kHeads * kHeadDim]
   int64_t n_tokens = 0;
   int64_t score_count = 0;  // (query, position) pairs per query head
+  int32_t layer = 0;        // the layer the next run attends
 
   // contexts[i] positions in sequence i, the last new_tokens[i] of them new this step.
   bool build(DType type, const std::vector<int32_t>& contexts,
              const std::vector<int32_t>& new_tokens) {
-    auto storage = backend().allocate_kv({.n_layers = 1,
+    auto storage = backend().allocate_kv({.n_layers = kLayers,
                                           .n_kv_heads = kKvHeads,
                                           .head_dim = kHeadDim,
                                           .block_size = kBlockSize,
@@ -104,10 +109,12 @@ struct Step {
   void fill_cache(DType type) {
     const pagoda::quant::DotKernel* convert = pagoda::quant::dot_kernel(type);
     const std::vector<float> row = random_values(kKvHeads * kHeadDim * 64, 11);  // 64 distinct rows
-    for (const TensorView& cache : {kv->keys(0), kv->values(0)}) {
-      for (int64_t t = 0; t < cache.ne[1]; ++t) {
-        convert->quantize(row.data() + (t % 64) * kKvHeads * kHeadDim, cache.row<std::byte>(t),
-                          kKvHeads * kHeadDim);
+    for (int32_t l = 0; l < kLayers; ++l) {
+      for (const TensorView& cache : {kv->keys(l), kv->values(l)}) {
+        for (int64_t t = 0; t < cache.ne[1]; ++t) {
+          convert->quantize(row.data() + (t % 64) * kKvHeads * kHeadDim, cache.row<std::byte>(t),
+                            kKvHeads * kHeadDim);
+        }
       }
     }
   }
@@ -121,8 +128,9 @@ struct Step {
     const TensorView v = split_rows_into_heads(
         column_slice(all, (kHeads + kKvHeads) * kHeadDim, kKvHeads * kHeadDim), kHeadDim);
     const AttentionBatch batch{sequences, slots, kBlockSize};
-    backend().attention(q, k, v, *kv, 0, batch, 0.125f,
+    backend().attention(q, k, v, *kv, layer, batch, 0.125f,
                         make_view(out.data(), DType::F32, kHeads * kHeadDim, n_tokens));
+    layer = (layer + 1) % kLayers;
     return backend().take_error().ok();
   }
 };
