@@ -47,6 +47,33 @@ struct Tokens {
   }
 };
 
+// The formats whose 16 bytes of qs hold value i in the low nibble of byte i and value
+// i + 16 in its high nibble.
+template <class Values>
+constexpr bool kNibbles = std::is_same_v<Values, avx2::Q4_0Values> || std::is_same_v<Values, avx2::Q4_1Values> ||
+                          std::is_same_v<Values, avx2::IQ4_NLValues>;
+
+// The qs of one block of 16 rows (16 bytes each), moved into place: packed[j] holds bytes
+// 4j..4j+3 of row r in 32-bit lane r. 12 inserts and 8 unpacks (the rows come in as
+// a[g], 128-bit lane l holding row g + 4l).
+inline void transpose_qs16(const uint8_t* const (&qs)[kStrip16Rows], __m512i packed[4]) {
+  __m512i a[4];
+  for (int g = 0; g < 4; ++g) {
+    __m512i v = _mm512_castsi128_si512(avx2::load128(qs[g]));
+    v = _mm512_inserti32x4(v, avx2::load128(qs[g + 4]), 1);
+    v = _mm512_inserti32x4(v, avx2::load128(qs[g + 8]), 2);
+    a[g] = _mm512_inserti32x4(v, avx2::load128(qs[g + 12]), 3);
+  }
+  // 128-bit lane l of t0: dwords 0, 1 of rows 4l, 4l + 1 interleaved; t2 the same of
+  // rows 4l + 2, 4l + 3; t1, t3 dwords 2, 3.
+  const __m512i t0 = _mm512_unpacklo_epi32(a[0], a[1]), t1 = _mm512_unpackhi_epi32(a[0], a[1]);
+  const __m512i t2 = _mm512_unpacklo_epi32(a[2], a[3]), t3 = _mm512_unpackhi_epi32(a[2], a[3]);
+  packed[0] = _mm512_unpacklo_epi64(t0, t2);
+  packed[1] = _mm512_unpackhi_epi64(t0, t2);
+  packed[2] = _mm512_unpacklo_epi64(t1, t3);
+  packed[3] = _mm512_unpackhi_epi64(t1, t3);
+}
+
 // Values: an avx2 *Values (the block's 32 values as bytes). kOffset: what the unsigned
 // byte stands above the value (0 for the formats with a minimum, whose bytes are the
 // values). kSigned: the values are signed bytes, stored with 128 added. kHasMin: Q4_1 /
@@ -59,9 +86,11 @@ struct Format32 {
 
   static int64_t strip_length(int64_t n_in) { return n_in / quant::kQK; }
 
-  // Block b of the 16 rows side by side (see prefetch_block_ahead), their values paired
-  // into 512-bit vectors for transpose_rows16; the scales of the 16 rows come in one
-  // gather of each row's first 4 bytes (d, then m or the first quants).
+  // Block b of the 16 rows side by side (see prefetch_block_ahead). The values of the
+  // nibble formats come from transpose_qs16 (their packed bytes moved into place, then the
+  // nibbles taken apart: a third of the instructions of unpacking each row first), the
+  // others' paired into 512-bit vectors for transpose_rows16; the scales of the 16 rows
+  // come in one gather of each row's first 4 bytes (d, then m or the first quants).
   static void repack(const TileJob& job, int64_t row, int n_rows, Strip* strip) {
     const Block* w[kStrip16Rows];
     strip16_rows(job, row, n_rows, w);
@@ -70,18 +99,30 @@ struct Format32 {
       const auto at = reinterpret_cast<const char*>(w[r]) - reinterpret_cast<const char*>(w[0]);
       offsets = _mm512_mask_set1_epi32(offsets, static_cast<__mmask16>(1u << r), static_cast<int>(at));
     }
-    const __m256i flip = _mm256_set1_epi8(kSigned ? static_cast<char>(0x80) : 0);
     const uintptr_t ahead = repack_prefetch_distance<Block>(job);
     for (int64_t b = 0; b < job.n_in / quant::kQK; ++b) {
       for (int r = 0; r < kStrip16Rows; ++r) prefetch_block_ahead(ahead, &w[r][b]);
-      __m512i pairs[8], chunks[8];
-      for (int i = 0; i < 8; ++i) {
-        const __m256i low = _mm256_xor_si256(Values::values(w[paired_row(i)][b]), flip);
-        const __m256i high = _mm256_xor_si256(Values::values(w[paired_row(i) + 4][b]), flip);
-        pairs[i] = _mm512_inserti64x4(_mm512_castsi256_si512(low), high, 1);
+      if constexpr (kNibbles<Values>) {
+        const uint8_t* qs[kStrip16Rows];
+        for (int r = 0; r < kStrip16Rows; ++r) qs[r] = w[r][b].qs;
+        __m512i packed[4];
+        transpose_qs16(qs, packed);
+        const __m512i low4 = _mm512_set1_epi8(0x0f);
+        for (int k = 0; k < 4; ++k) {
+          store512(strip[b].qs[k], nibble_values(_mm512_and_si512(packed[k], low4)));
+          store512(strip[b].qs[k + 4], nibble_values(_mm512_and_si512(_mm512_srli_epi16(packed[k], 4), low4)));
+        }
+      } else {
+        const __m256i flip = _mm256_set1_epi8(kSigned ? static_cast<char>(0x80) : 0);
+        __m512i pairs[8], chunks[8];
+        for (int i = 0; i < 8; ++i) {
+          const __m256i low = _mm256_xor_si256(Values::values(w[paired_row(i)][b]), flip);
+          const __m256i high = _mm256_xor_si256(Values::values(w[paired_row(i) + 4][b]), flip);
+          pairs[i] = _mm512_inserti64x4(_mm512_castsi256_si512(low), high, 1);
+        }
+        transpose_rows16(pairs, chunks);
+        for (int k = 0; k < 8; ++k) store512(strip[b].qs[k], chunks[k]);
       }
-      transpose_rows16(pairs, chunks);
-      for (int k = 0; k < 8; ++k) store512(strip[b].qs[k], chunks[k]);
       static_assert(offsetof(Block, d) == 0 && sizeof(Block) >= 4);
       const __m512i head = _mm512_i32gather_epi32(offsets, &w[0][b], 1);
       _mm512_store_ps(strip[b].d, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(head)));
@@ -89,6 +130,16 @@ struct Format32 {
         static_assert(offsetof(Block, m) == 2);
         _mm512_store_ps(strip[b].m, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(head, 16))));
       }
+    }
+  }
+
+  // The stored byte of 64 nibbles: IQ4_NL's table value with 128 added, else the nibble.
+  static __m512i nibble_values(__m512i nibbles) {
+    if constexpr (std::is_same_v<Values, avx2::IQ4_NLValues>) {
+      const __m512i table = _mm512_broadcast_i32x4(avx2::load128(quant::kIQ4NLValues));
+      return _mm512_xor_si512(_mm512_shuffle_epi8(table, nibbles), _mm512_set1_epi8(static_cast<char>(0x80)));
+    } else {
+      return nibbles;
     }
   }
 
