@@ -59,36 +59,52 @@ void strip16_rows(const TileJob& job, int64_t row, int n_rows, const Block* (&w)
 }
 
 // Repacking reads a strip's 16 rows side by side, block b of each in turn: 16 streams
-// from DRAM, more than the hardware prefetcher follows. Meanwhile it asks for the bytes
-// `distance` further on. For a tile of few tokens (decoding several sequences)
-// that is the same block of a strip at least avx2::kStripPrefetchBytes on: the next strip
-// when rows are long, several on when they are short; at 16 tokens a step, waiting on
+// from DRAM, more than the hardware prefetcher follows. Meanwhile it asks for bytes
+// further on. For a tile of few tokens (decoding several sequences) those of the strip
+// at least avx2::kStripPrefetchBytes on (the next strip when rows are long, several on
+// when they are short), into L2, in address order: a weight panel's rows lie one after
+// another, so the strip is one run of bytes, of which each block repacked here asks for
+// an equal share of lines (row by row, blocks smaller than a line would ask for each line
+// several times: a 20-byte Q4_1 block is a third of one). At 16 tokens a step, waiting on
 // the weights had been half of the time of a matmul. A tile of many tokens (a prompt)
-// spends its time multiplying, and more so when its rows stay in its panel: the same row
-// kRepackAheadBlocks on (prompt processing is 3% slower with the far distance). A
-// prefetch never faults, so the address (an integer: it may lie past the tensor) needs no
-// check.
+// spends its time multiplying, and more so when its rows stay in its panel: block b +
+// kRepackAheadBlocks of each row, into L1 (prompt processing is 3% slower with the far
+// prefetch). A prefetch never faults, so the addresses (integers: they may lie past the
+// tensor) need no check.
 constexpr int64_t kFarPrefetchTokens = 32;
-constexpr size_t kRepackAheadBlocks = 2;
+constexpr int64_t kRepackAheadBlocks = 2;
 template <typename Block>
-inline uintptr_t repack_prefetch_distance(const TileJob& job) {
-  if (job.n_cols > kFarPrefetchTokens) return kRepackAheadBlocks * sizeof(Block);
-  return avx2::whole_strips_ahead(kStrip16Rows * job.w_stride);
-}
-template <typename Block>
-inline void prefetch_block_ahead(uintptr_t distance, const Block* block) {
-  // Near bytes to L1, far ones to L2 (they would leave L1 before they are read).
-  const auto ask = [far = distance > kRepackAheadBlocks * sizeof(Block)](uintptr_t p) {
-    if (far) {
-      _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T1);
-    } else {
-      _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T0);
+class RepackPrefetch {
+ public:
+  // For the repacking of the strip of rows [row, row + 16) of the tile, n_blocks blocks
+  // (or super-blocks) per row.
+  RepackPrefetch(const TileJob& job, int64_t row, int64_t n_blocks) {
+    if (job.n_cols > kFarPrefetchTokens) return;
+    const size_t strip_bytes = kStrip16Rows * job.w_stride;
+    next_line_ = reinterpret_cast<uintptr_t>(job.w + static_cast<size_t>(row) * job.w_stride) +
+                 avx2::whole_strips_ahead(strip_bytes);
+    const int64_t lines = static_cast<int64_t>((strip_bytes + 63) / 64);
+    lines_per_block_ = (lines + n_blocks - 1) / n_blocks;
+  }
+  // While block b of the `n_rows` rows `w` is repacked.
+  void operator()(int64_t b, const Block* const (&w)[kStrip16Rows], int n_rows) {
+    if (lines_per_block_ > 0) {
+      for (int64_t i = 0; i < lines_per_block_; ++i, next_line_ += 64) {
+        _mm_prefetch(reinterpret_cast<const char*>(next_line_), _MM_HINT_T1);
+      }
+      return;
     }
-  };
-  const uintptr_t p = reinterpret_cast<uintptr_t>(block) + distance;
-  for (size_t at = 0; at < sizeof(Block); at += 64) ask(p + at);
-  if (sizeof(Block) % 64 != 0) ask(p + sizeof(Block) - 1);
-}
+    for (int r = 0; r < n_rows; ++r) {
+      const auto* p = reinterpret_cast<const char*>(&w[r][b + kRepackAheadBlocks]);
+      for (size_t at = 0; at < sizeof(Block); at += 64) _mm_prefetch(p + at, _MM_HINT_T0);
+      if (sizeof(Block) % 64 != 0) _mm_prefetch(p + sizeof(Block) - 1, _MM_HINT_T0);
+    }
+  }
+
+ private:
+  uintptr_t next_line_ = 0;
+  int64_t lines_per_block_ = 0;  // 0: the near prefetch
+};
 
 // A 16-row transpose of 8 dwords per row (24 instructions): the rows come in pairs, z[i]
 // holding row paired_row(i) in its low 256 bits and row paired_row(i) + 4 in its high

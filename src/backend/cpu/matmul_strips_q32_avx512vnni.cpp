@@ -86,7 +86,7 @@ struct Format32 {
 
   static int64_t strip_length(int64_t n_in) { return n_in / quant::kQK; }
 
-  // Block b of the 16 rows side by side (see prefetch_block_ahead). The values of the
+  // Block b of the 16 rows side by side (see RepackPrefetch). The values of the
   // nibble formats come from transpose_qs16 (their packed bytes moved into place, then the
   // nibbles taken apart: a third of the instructions of unpacking each row first), the
   // others' paired into 512-bit vectors for transpose_rows16; the scales of the 16 rows
@@ -99,9 +99,9 @@ struct Format32 {
       const auto at = reinterpret_cast<const char*>(w[r]) - reinterpret_cast<const char*>(w[0]);
       offsets = _mm512_mask_set1_epi32(offsets, static_cast<__mmask16>(1u << r), static_cast<int>(at));
     }
-    const uintptr_t ahead = repack_prefetch_distance<Block>(job);
+    RepackPrefetch<Block> prefetch(job, row, strip_length(job.n_in));
     for (int64_t b = 0; b < job.n_in / quant::kQK; ++b) {
-      for (int r = 0; r < kStrip16Rows; ++r) prefetch_block_ahead(ahead, &w[r][b]);
+      prefetch(b, w, kStrip16Rows);
       if constexpr (kNibbles<Values>) {
         const uint8_t* qs[kStrip16Rows];
         for (int r = 0; r < kStrip16Rows; ++r) qs[r] = w[r][b].qs;

@@ -55,9 +55,9 @@ struct Q6_KFormat16 {
   static void repack(const TileJob& job, int64_t row, int n_rows, Strip* strip) {
     const BlockQ6_K* w[kStrip16Rows];
     strip16_rows(job, row, n_rows, w);
-    const uintptr_t ahead = repack_prefetch_distance<BlockQ6_K>(job);
+    RepackPrefetch<BlockQ6_K> prefetch(job, row, strip_length(job.n_in));
     for (int64_t b = 0; b < job.n_in / kQK_K; ++b) {
-      for (int r = 0; r < n_rows; ++r) prefetch_block_ahead(ahead, &w[r][b]);
+      prefetch(b, w, n_rows);
       Strip& s = strip[b];
       repack_scales(w, b, s);
       #pragma GCC unroll 8
