@@ -1,5 +1,7 @@
 #include "backend/cpu/cpu_backend.h"
 
+#include <unistd.h>
+
 #include <cstring>
 #include <string>
 #include <utility>
@@ -24,12 +26,18 @@ quant::Isa pick_isa(quant::Isa max_isa) {
   return best;
 }
 
+size_t repacked_budget(const CpuBackendOptions& options) {
+  if (options.repacked_weight_bytes != CpuBackendOptions::kAutoRepackedBytes) return options.repacked_weight_bytes;
+  const long pages = sysconf(_SC_PHYS_PAGES), page_bytes = sysconf(_SC_PAGESIZE);
+  return pages > 0 && page_bytes > 0 ? static_cast<size_t>(pages) * static_cast<size_t>(page_bytes) / 8 : 0;
+}
+
 class CpuBackend final : public Backend {
  public:
   explicit CpuBackend(const CpuBackendOptions& options)
       : isa_(pick_isa(options.max_isa)),
         pool_(options.n_threads > 0 ? options.n_threads : physical_core_count()),
-        matmul_(isa_, options.numerics),
+        matmul_(isa_, options.numerics, repacked_budget(options)),
         attention_(isa_, options.numerics),
         rope_(isa_) {}
 
@@ -42,7 +50,13 @@ class CpuBackend final : public Backend {
   Expected<std::unique_ptr<KvStorage>> allocate_kv(const KvCacheShape& shape) override {
     return cpu::CpuKvStorage::create(shape);
   }
-  Expected<TensorView> upload_weight(const TensorView& host) override { return host; }
+  // The weights stay in the mapped file; the matmuls may keep copies repacked.
+  Expected<TensorView> upload_weight(const TensorView& host) override {
+    size_t last = static_cast<size_t>(pagoda::row_bytes(host.type, host.ne[0]));
+    for (int d = 1; d < 4; ++d) last += static_cast<size_t>(host.ne[d] - 1) * host.nb[d];
+    if (host.data != nullptr && host.n_elements() > 0) matmul_.add_weight(host.data, last);
+    return host;
+  }
 
   void copy_to_host(const TensorView& src, void* dst) override {
     const size_t row = src.row_bytes();

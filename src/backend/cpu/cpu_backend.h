@@ -28,6 +28,10 @@ struct CpuBackendOptions {
   // benchmarks lower it to exercise the scalar paths.
   quant::Isa max_isa = quant::Isa::kAvx512Vnni;
   CpuNumerics numerics = CpuNumerics::kFast;
+  // Bytes the matmuls may spend keeping model weights repacked for batched steps
+  // (backend/cpu/matmul_repacked.h); kAutoRepackedBytes: an eighth of physical memory.
+  static constexpr size_t kAutoRepackedBytes = ~size_t{0};
+  size_t repacked_weight_bytes = kAutoRepackedBytes;
 };
 
 std::unique_ptr<Backend> make_cpu_backend(const CpuBackendOptions& options = {});

@@ -47,6 +47,10 @@ struct Matmul::Plan {
   int64_t panel_rows = 0, tile_tokens = 0;
   int64_t cols_per_pass = 0;  // see TileJob
   size_t scratch_bytes = 0;   // per thread
+  // The weight's rows kept repacked (RepackedWeights), or nullptr; the bytes of each
+  // tile->strip_rows rows of them.
+  const std::byte* strips = nullptr;
+  size_t strip_bytes = 0;
 };
 
 Status Matmul::prepare(const TensorView& w, const TensorView& x, const TensorView& y, MatmulSchedule schedule,
@@ -140,6 +144,14 @@ Status Matmul::execute(ThreadPool& pool, std::span<Plan> plans) {
   for (Plan& plan : plans) {
     plan_tiles(pool.size(), plan);
     scratch_bytes = std::max(scratch_bytes, plan.scratch_bytes);
+    if (plan.tile->repack != nullptr && plan.n_tokens >= kMinStripTokens) {
+      const WeightRows rows{plan.w, plan.kernel->weight, plan.n_out, plan.n_in, plan.w_stride};
+      plan.strips = repacked_.find(pool, rows, *plan.tile);
+      TileJob strip;
+      strip.n_in = plan.n_in;
+      strip.n_rows = plan.tile->strip_rows;
+      plan.strip_bytes = plan.tile->repack(strip, nullptr);
+    }
   }
   tile_scratch_.resize(static_cast<size_t>(pool.size()));
   for (Scratch& s : tile_scratch_) {
@@ -253,7 +265,7 @@ void Matmul::plan_tiles(int n_threads, Plan& plan) {
     // A tile of fewer than 4 tokens reads the rows as stored (the kernels' single-token
     // path): no repacked panel to keep in cache, so each task streams as many rows as
     // balance allows (fewer jumps in the address stream of each thread).
-    plan.panel_rows = plan.n_tokens < 4 ? by_balance : std::min({by_cache, by_balance, int64_t{256}});
+    plan.panel_rows = plan.n_tokens < kMinStripTokens ? by_balance : std::min({by_cache, by_balance, int64_t{256}});
     plan.tile_tokens = plan.n_tokens;
     plan.cols_per_pass = std::max<int64_t>(static_cast<int64_t>(kTileActivationBytes / plan.a_stride) / 4 * 4, 4);
     plan.scratch_bytes = static_cast<size_t>((plan.panel_rows + 7) / 8) * tile_scratch_bytes(plan.n_in);
@@ -307,6 +319,7 @@ void Matmul::run_tiled(ThreadPool& pool, std::span<const Plan> plans) {
       job.a_scales = plan.a_scales + static_cast<size_t>(t0) * job.a_scales_stride;
     }
     job.cols_per_pass = plan.cols_per_pass;
+    if (plan.strips != nullptr) job.strips = plan.strips + static_cast<size_t>(r0 / plan.tile->strip_rows) * plan.strip_bytes;
     plan.tile->run(job);
   });
 }

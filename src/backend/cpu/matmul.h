@@ -32,6 +32,7 @@
 
 #include "backend/cpu/aligned_memory.h"
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/matmul_repacked.h"
 #include "backend/cpu/matmul_tiles.h"
 #include "backend/tensor.h"
 #include "core/status.h"
@@ -44,7 +45,14 @@ enum class MatmulSchedule { kAuto, kRows, kTiled };
 
 class Matmul {
  public:
-  explicit Matmul(quant::Isa isa, CpuNumerics numerics = CpuNumerics::kFast) : isa_(isa), numerics_(numerics) {}
+  // repacked_bytes: the budget for weights kept repacked (matmul_repacked.h); 0 keeps none.
+  explicit Matmul(quant::Isa isa, CpuNumerics numerics = CpuNumerics::kFast, size_t repacked_bytes = 0)
+      : isa_(isa), numerics_(numerics), repacked_(repacked_bytes) {}
+
+  // [data, data + bytes) holds model weights, unchanged while this Matmul lives: batched
+  // matmuls may keep them repacked.
+  void add_weight(const void* data, size_t bytes) { repacked_.add_weight(data, bytes); }
+  size_t repacked_bytes() const { return repacked_.bytes_used(); }
 
   // w: [n_out][n_in] of a weight type; x: [n][n_in] f32; y: [n][n_out] f32 (rows of x and y
   // may be strided). kTiled fails for a type with no tiled kernel on this ISA.
@@ -81,6 +89,7 @@ class Matmul {
   Scratch block_sums_;    // [n][n_in / 32] int32, for tile kernels that want them
   Scratch block_scales_;  // [n][n_in / 32 or 2 * n_in / 32] f32, for tile kernels that want them
   std::vector<Scratch> tile_scratch_;  // per thread: the repacked rows of a panel
+  RepackedWeights repacked_;
 };
 
 }  // namespace pagoda::backend::cpu

@@ -38,7 +38,7 @@ constexpr int kStrip16Rows = 16;
 constexpr int kStripTokens = 8;
 // Fewer tokens than this take the format's single-token kernel (the weights as stored,
 // no repacking), which gives the same bits.
-constexpr int kMinRepackTokens = 4;
+constexpr int64_t kMinRepackTokens = kMinStripTokens;
 
 inline __m512i load512(const void* p) { return _mm512_loadu_si512(p); }
 inline void store512(void* p, __m512i v) { _mm512_storeu_si512(p, v); }
@@ -166,32 +166,39 @@ inline void store_strip16(const TileJob& job, int64_t row, int64_t col, int n_ro
   _mm512_mask_storeu_ps(y, static_cast<__mmask16>((1u << n_rows) - 1), v);
 }
 
-// Runs a Format over the tile: Format::Strip is the repacked form of one block (or
-// super-block) of 16 rows, Format::repack(job, row, n_rows, strip) fills a strip's blocks
-// (rows past n_rows repeat the last real one: see strip16_rows), Format::multiply<C>(job,
-// strip, col, acc) accumulates C tokens' results. As avx2::run_strips: every strip is
-// repacked once into scratch, then passes over the tokens job.cols_per_pass at a time.
-// `single_tokens` (the VNNI single-token kernel of the format where there is one, else
-// the AVX2 kernel) runs tiles of fewer than kMinRepackTokens tokens.
+// The strips of rows [0, n_rows) of the tile, one after another: those from `row` at
+// strip (row / 16) * strip_length.
 template <class Format>
-void run_strips16(const TileJob& job, void (*single_tokens)(const TileJob&)) {
-  if (job.n_cols < kMinRepackTokens) {
-    single_tokens(job);
-    return;
-  }
-  using Strip = typename Format::Strip;
-  const auto rows_at = [&](int64_t row) { return static_cast<int>(std::min<int64_t>(job.n_rows - row, kStrip16Rows)); };
-  Strip* strips = reinterpret_cast<Strip*>(job.scratch);
+void repack_rows16(const TileJob& job, typename Format::Strip* strips) {
   const int64_t strip_length = Format::strip_length(job.n_in);  // Strips per 16 rows
   for (int64_t row = 0; row < job.n_rows; row += kStrip16Rows) {
-    Format::repack(job, row, rows_at(row), strips + row / kStrip16Rows * strip_length);
+    const int n_rows = static_cast<int>(std::min<int64_t>(job.n_rows - row, kStrip16Rows));
+    Format::repack(job, row, n_rows, strips + row / kStrip16Rows * strip_length);
   }
+}
+
+// TileKernel::repack of a Format: the layout run_strips16 repacks a panel into, so that
+// rows [r, r + n) (r a multiple of 16) are at strip (r / 16) * strip_length.
+template <class Format>
+size_t repack_strips16(const TileJob& job, std::byte* out) {
+  using Strip = typename Format::Strip;
+  const size_t bytes = static_cast<size_t>((job.n_rows + kStrip16Rows - 1) / kStrip16Rows) *
+                       static_cast<size_t>(Format::strip_length(job.n_in)) * sizeof(Strip);
+  if (out != nullptr) repack_rows16<Format>(job, reinterpret_cast<Strip*>(out));
+  return bytes;
+}
+
+// Every token of the tile against the repacked strips of its rows, job.cols_per_pass
+// tokens at a time (activations that stay in L2 while every strip passes over them).
+template <class Format>
+void multiply_strips16(const TileJob& job, const typename Format::Strip* strips) {
+  const int64_t strip_length = Format::strip_length(job.n_in);  // Strips per 16 rows
   const int64_t pass = job.cols_per_pass > 0 ? job.cols_per_pass : job.n_cols;
   for (int64_t first = 0; first < job.n_cols; first += pass) {
     const int64_t last = std::min(first + pass, job.n_cols);
     for (int64_t row = 0; row < job.n_rows; row += kStrip16Rows) {
-      const Strip* strip = strips + row / kStrip16Rows * strip_length;
-      const int n_rows = rows_at(row);
+      const typename Format::Strip* strip = strips + row / kStrip16Rows * strip_length;
+      const int n_rows = static_cast<int>(std::min<int64_t>(job.n_rows - row, kStrip16Rows));
       int64_t col = first;
       for (; col + kStripTokens <= last; col += kStripTokens) {
         __m512 acc[kStripTokens];
@@ -210,6 +217,29 @@ void run_strips16(const TileJob& job, void (*single_tokens)(const TileJob&)) {
       }
     }
   }
+}
+
+// Runs a Format over the tile: Format::Strip is the repacked form of one block (or
+// super-block) of 16 rows, Format::repack(job, row, n_rows, strip) fills a strip's blocks
+// (rows past n_rows repeat the last real one: see strip16_rows), Format::multiply<C>(job,
+// strip, col, acc) accumulates C tokens' results. As avx2::run_strips: every strip is
+// repacked once into scratch, then passes over the tokens. Rows kept repacked
+// (job.strips, in Kept's layout: the format's TileKernel::repack) are multiplied as they
+// are. `single_tokens` (the VNNI single-token kernel of the format where there is one,
+// else the AVX2 kernel) runs tiles of fewer than kMinRepackTokens tokens.
+template <class Format, class Kept = Format>
+void run_strips16(const TileJob& job, void (*single_tokens)(const TileJob&)) {
+  if (job.n_cols < kMinRepackTokens) {
+    single_tokens(job);
+    return;
+  }
+  if (job.strips != nullptr) {
+    multiply_strips16<Kept>(job, reinterpret_cast<const typename Kept::Strip*>(job.strips));
+    return;
+  }
+  auto* strips = reinterpret_cast<typename Format::Strip*>(job.scratch);
+  repack_rows16<Format>(job, strips);
+  multiply_strips16<Format>(job, strips);
 }
 
 }  // namespace

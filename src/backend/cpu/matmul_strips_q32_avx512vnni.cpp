@@ -53,16 +53,45 @@ template <class Values>
 constexpr bool kNibbles = std::is_same_v<Values, avx2::Q4_0Values> || std::is_same_v<Values, avx2::Q4_1Values> ||
                           std::is_same_v<Values, avx2::IQ4_NLValues>;
 
-// The qs of one block of 16 rows (16 bytes each), moved into place: packed[j] holds bytes
+// Bytes from row 0 to each of the 16 rows, row r in lane r: for one gather of the 16
+// rows' first 4 bytes of a block (d, then m or the first quants).
+template <typename Block>
+inline __m512i row_offsets16(const Block* const (&w)[kStrip16Rows]) {
+  __m512i offsets = _mm512_setzero_si512();
+  for (int r = 0; r < kStrip16Rows; ++r) {
+    const auto at = reinterpret_cast<const char*>(w[r]) - reinterpret_cast<const char*>(w[0]);
+    offsets = _mm512_mask_set1_epi32(offsets, static_cast<__mmask16>(1u << r), static_cast<int>(at));
+  }
+  return offsets;
+}
+
+// Calls repack_block(w, b, row_offsets16(w)) for each block b of the strip of rows [row,
+// row + 16) of the tile (w: its rows, see strip16_rows), the repacking's prefetch
+// (RepackPrefetch) alongside.
+template <typename Block, class RepackBlock>
+inline void for_each_block16(const TileJob& job, int64_t row, int n_rows, RepackBlock&& repack_block) {
+  const Block* w[kStrip16Rows];
+  strip16_rows(job, row, n_rows, w);
+  const __m512i offsets = row_offsets16(w);
+  const int64_t n_blocks = job.n_in / quant::kQK;
+  RepackPrefetch<Block> prefetch(job, row, n_blocks);
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    prefetch(b, w, kStrip16Rows);
+    repack_block(w, b, offsets);
+  }
+}
+
+// Block b's qs of the 16 rows (16 bytes each), moved into place: packed[j] holds bytes
 // 4j..4j+3 of row r in 32-bit lane r. 12 inserts and 8 unpacks (the rows come in as
 // a[g], 128-bit lane l holding row g + 4l).
-inline void transpose_qs16(const uint8_t* const (&qs)[kStrip16Rows], __m512i packed[4]) {
+template <typename Block>
+inline void transpose_qs16(const Block* const (&w)[kStrip16Rows], int64_t b, __m512i packed[4]) {
   __m512i a[4];
   for (int g = 0; g < 4; ++g) {
-    __m512i v = _mm512_castsi128_si512(avx2::load128(qs[g]));
-    v = _mm512_inserti32x4(v, avx2::load128(qs[g + 4]), 1);
-    v = _mm512_inserti32x4(v, avx2::load128(qs[g + 8]), 2);
-    a[g] = _mm512_inserti32x4(v, avx2::load128(qs[g + 12]), 3);
+    __m512i v = _mm512_castsi128_si512(avx2::load128(w[g][b].qs));
+    v = _mm512_inserti32x4(v, avx2::load128(w[g + 4][b].qs), 1);
+    v = _mm512_inserti32x4(v, avx2::load128(w[g + 8][b].qs), 2);
+    a[g] = _mm512_inserti32x4(v, avx2::load128(w[g + 12][b].qs), 3);
   }
   // 128-bit lane l of t0: dwords 0, 1 of rows 4l, 4l + 1 interleaved; t2 the same of
   // rows 4l + 2, 4l + 3; t1, t3 dwords 2, 3.
@@ -72,6 +101,33 @@ inline void transpose_qs16(const uint8_t* const (&qs)[kStrip16Rows], __m512i pac
   packed[1] = _mm512_unpackhi_epi64(t0, t2);
   packed[2] = _mm512_unpacklo_epi64(t1, t3);
   packed[3] = _mm512_unpackhi_epi64(t1, t3);
+}
+
+// The stored byte of 64 nibbles: IQ4_NL's table value with 128 added, else the nibble.
+template <class Values>
+inline __m512i nibble_values(__m512i nibbles) {
+  if constexpr (std::is_same_v<Values, avx2::IQ4_NLValues>) {
+    const __m512i table = _mm512_broadcast_i32x4(avx2::load128(quant::kIQ4NLValues));
+    return _mm512_xor_si512(_mm512_shuffle_epi8(table, nibbles), _mm512_set1_epi8(static_cast<char>(0x80)));
+  } else {
+    return nibbles;
+  }
+}
+
+// The f32 steps of one block of 16 rows for C tokens, from its exact integer sums: those
+// of the AVX2 strips, lane by lane. d, m: the rows' scales and minimums.
+template <int C, bool kHasMin, class Tokens>
+inline void block_steps(const Tokens& t, int64_t b, const __m512i (&sum)[C], __m512 d, __m512 m, __m512* acc) {
+  for (int j = 0; j < C; ++j) {
+    if constexpr (kHasMin) {
+      const __m512 scale = _mm512_mul_ps(d, _mm512_set1_ps(t.scales[j][2 * b]));
+      acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[j]), scale, acc[j]);
+      acc[j] = _mm512_fmadd_ps(m, _mm512_set1_ps(t.scales[j][2 * b + 1]), acc[j]);
+    } else {
+      const __m512 scale = _mm512_mul_ps(d, _mm512_set1_ps(t.scales[j][b]));
+      acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[j]), scale, acc[j]);
+    }
+  }
 }
 
 // Values: an avx2 *Values (the block's 32 values as bytes). kOffset: what the unsigned
@@ -92,25 +148,14 @@ struct Format32 {
   // others' paired into 512-bit vectors for transpose_rows16; the scales of the 16 rows
   // come in one gather of each row's first 4 bytes (d, then m or the first quants).
   static void repack(const TileJob& job, int64_t row, int n_rows, Strip* strip) {
-    const Block* w[kStrip16Rows];
-    strip16_rows(job, row, n_rows, w);
-    __m512i offsets = _mm512_setzero_si512();  // bytes from row 0 to each row
-    for (int r = 0; r < kStrip16Rows; ++r) {
-      const auto at = reinterpret_cast<const char*>(w[r]) - reinterpret_cast<const char*>(w[0]);
-      offsets = _mm512_mask_set1_epi32(offsets, static_cast<__mmask16>(1u << r), static_cast<int>(at));
-    }
-    RepackPrefetch<Block> prefetch(job, row, strip_length(job.n_in));
-    for (int64_t b = 0; b < job.n_in / quant::kQK; ++b) {
-      prefetch(b, w, kStrip16Rows);
+    for_each_block16<Block>(job, row, n_rows, [&](const Block* const (&w)[kStrip16Rows], int64_t b, __m512i offsets) {
       if constexpr (kNibbles<Values>) {
-        const uint8_t* qs[kStrip16Rows];
-        for (int r = 0; r < kStrip16Rows; ++r) qs[r] = w[r][b].qs;
         __m512i packed[4];
-        transpose_qs16(qs, packed);
+        transpose_qs16(w, b, packed);
         const __m512i low4 = _mm512_set1_epi8(0x0f);
         for (int k = 0; k < 4; ++k) {
-          store512(strip[b].qs[k], nibble_values(_mm512_and_si512(packed[k], low4)));
-          store512(strip[b].qs[k + 4], nibble_values(_mm512_and_si512(_mm512_srli_epi16(packed[k], 4), low4)));
+          store512(strip[b].qs[k], nibble_values<Values>(_mm512_and_si512(packed[k], low4)));
+          store512(strip[b].qs[k + 4], nibble_values<Values>(_mm512_and_si512(_mm512_srli_epi16(packed[k], 4), low4)));
         }
       } else {
         const __m256i flip = _mm256_set1_epi8(kSigned ? static_cast<char>(0x80) : 0);
@@ -130,17 +175,7 @@ struct Format32 {
         static_assert(offsetof(Block, m) == 2);
         _mm512_store_ps(strip[b].m, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(head, 16))));
       }
-    }
-  }
-
-  // The stored byte of 64 nibbles: IQ4_NL's table value with 128 added, else the nibble.
-  static __m512i nibble_values(__m512i nibbles) {
-    if constexpr (std::is_same_v<Values, avx2::IQ4_NLValues>) {
-      const __m512i table = _mm512_broadcast_i32x4(avx2::load128(quant::kIQ4NLValues));
-      return _mm512_xor_si512(_mm512_shuffle_epi8(table, nibbles), _mm512_set1_epi8(static_cast<char>(0x80)));
-    } else {
-      return nibbles;
-    }
+    });
   }
 
   template <int C>
@@ -158,17 +193,67 @@ struct Format32 {
         const __m512i w = load512(s.qs[k]);
         for (int j = 0; j < C; ++j) sum[j] = _mm512_dpbusd_epi32(sum[j], w, broadcast4(t.a[j][b].qs + 4 * k));
       }
-      const __m512 d = _mm512_load_ps(s.d);
+      block_steps<C, kHasMin>(t, b, sum, _mm512_load_ps(s.d), _mm512_load_ps(s.m), acc);
+    }
+  }
+};
+
+// The nibble formats' kept copies (TileKernel::repack): each block of 16 rows as
+// transpose_qs16 leaves it, the nibbles taken apart as they are multiplied, the scales
+// (and minimums) as f16: 320 bytes, Q4_1's size as stored (the 8-bit strips of Format32
+// are twice that, and streaming them from memory on every step cost what repacking had).
+struct alignas(64) Strip4x16 {
+  uint8_t qs[4][64];  // bytes 4k..4k+3 of row r's qs in lane r: values 4k.. (low nibbles), 16 + 4k.. (high)
+  uint16_t d[kStrip16Rows];
+  uint16_t m[kStrip16Rows];  // Q4_1 only
+};
+
+template <class Values, int kOffset, bool kSigned, bool kHasMin>
+struct Packed4 {
+  using Strip = Strip4x16;
+  using Block = typename Values::Block;
+  using ActivationBlock = std::conditional_t<kHasMin, BlockQ8_1, BlockQ8_0>;
+  static_assert(kNibbles<Values>);
+
+  static int64_t strip_length(int64_t n_in) { return n_in / quant::kQK; }
+
+  static void repack(const TileJob& job, int64_t row, int n_rows, Strip* strip) {
+    for_each_block16<Block>(job, row, n_rows, [&](const Block* const (&w)[kStrip16Rows], int64_t b, __m512i offsets) {
+      __m512i packed[4];
+      transpose_qs16(w, b, packed);
+      for (int k = 0; k < 4; ++k) store512(strip[b].qs[k], packed[k]);
+      const __m512i head = _mm512_i32gather_epi32(offsets, &w[0][b], 1);
+      _mm256_store_si256(reinterpret_cast<__m256i*>(strip[b].d), _mm512_cvtepi32_epi16(head));
+      if constexpr (kHasMin) {
+        _mm256_store_si256(reinterpret_cast<__m256i*>(strip[b].m), _mm512_cvtepi32_epi16(_mm512_srli_epi32(head, 16)));
+      }
+    });
+  }
+
+  template <int C>
+  static void multiply(const TileJob& job, const Strip* strip, int64_t col, __m512* acc) {
+    const Tokens<C, ActivationBlock> t(job, col);
+    for (int j = 0; j < C; ++j) acc[j] = _mm512_setzero_ps();
+    const __m512i low4 = _mm512_set1_epi8(0x0f);
+    for (int64_t b = 0; b < job.n_in / quant::kQK; ++b) {
+      const Strip& s = strip[b];
+      __m512i sum[C];
       for (int j = 0; j < C; ++j) {
-        if constexpr (kHasMin) {
-          const __m512 scale = _mm512_mul_ps(d, _mm512_set1_ps(t.scales[j][2 * b]));
-          acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[j]), scale, acc[j]);
-          acc[j] = _mm512_fmadd_ps(_mm512_load_ps(s.m), _mm512_set1_ps(t.scales[j][2 * b + 1]), acc[j]);
-        } else {
-          const __m512 scale = _mm512_mul_ps(d, _mm512_set1_ps(t.scales[j][b]));
-          acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[j]), scale, acc[j]);
+        sum[j] = kOffset == 0 ? _mm512_setzero_si512() : _mm512_set1_epi32(-kOffset * t.sums[j][b]);
+      }
+      #pragma GCC unroll 4
+      for (int k = 0; k < 4; ++k) {
+        const __m512i packed = load512(s.qs[k]);
+        const __m512i low = nibble_values<Values>(_mm512_and_si512(packed, low4));
+        const __m512i high = nibble_values<Values>(_mm512_and_si512(_mm512_srli_epi16(packed, 4), low4));
+        for (int j = 0; j < C; ++j) {
+          sum[j] = _mm512_dpbusd_epi32(sum[j], low, broadcast4(t.a[j][b].qs + 4 * k));
+          sum[j] = _mm512_dpbusd_epi32(sum[j], high, broadcast4(t.a[j][b].qs + 16 + 4 * k));
         }
       }
+      const __m512 d = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(s.d)));
+      const __m512 m = kHasMin ? _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(s.m))) : d;
+      block_steps<C, kHasMin>(t, b, sum, d, m, acc);
     }
   }
 };
@@ -178,10 +263,21 @@ struct Format32 {
 // Signed values |w| <= 127 (Q8_0, IQ4_NL) stored with 128 added; Q4_0 / Q5_0 as stored
 // (offset 8 / 16); Q4_1 / Q5_1 as stored, with their minimums.
 void tile_q8_0(const TileJob& job) { run_strips16<Format32<avx2::Q8_0Values, 128, true, false>>(job, gemv_q8_0); }
-void tile_iq4_nl(const TileJob& job) { run_strips16<Format32<avx2::IQ4_NLValues, 128, true, false>>(job, avx2::tile_iq4_nl); }
-void tile_q4_0(const TileJob& job) { run_strips16<Format32<avx2::Q4_0Values, 8, false, false>>(job, avx2::tile_q4_0); }
+void tile_iq4_nl(const TileJob& job) {
+  run_strips16<Format32<avx2::IQ4_NLValues, 128, true, false>, Packed4<avx2::IQ4_NLValues, 128, true, false>>(job, avx2::tile_iq4_nl);
+}
+void tile_q4_0(const TileJob& job) {
+  run_strips16<Format32<avx2::Q4_0Values, 8, false, false>, Packed4<avx2::Q4_0Values, 8, false, false>>(job, avx2::tile_q4_0);
+}
 void tile_q5_0(const TileJob& job) { run_strips16<Format32<avx2::Q5_0Values, 16, false, false>>(job, avx2::tile_q5_0); }
-void tile_q4_1(const TileJob& job) { run_strips16<Format32<avx2::Q4_1Values, 0, false, true>>(job, avx2::tile_q4_1); }
+void tile_q4_1(const TileJob& job) {
+  run_strips16<Format32<avx2::Q4_1Values, 0, false, true>, Packed4<avx2::Q4_1Values, 0, false, true>>(job, avx2::tile_q4_1);
+}
 void tile_q5_1(const TileJob& job) { run_strips16<Format32<avx2::Q5_1Values, 0, false, true>>(job, avx2::tile_q5_1); }
+
+size_t repack_q8_0(const TileJob& job, std::byte* out) { return repack_strips16<Format32<avx2::Q8_0Values, 128, true, false>>(job, out); }
+size_t repack_iq4_nl(const TileJob& job, std::byte* out) { return repack_strips16<Packed4<avx2::IQ4_NLValues, 128, true, false>>(job, out); }
+size_t repack_q4_0(const TileJob& job, std::byte* out) { return repack_strips16<Packed4<avx2::Q4_0Values, 8, false, false>>(job, out); }
+size_t repack_q4_1(const TileJob& job, std::byte* out) { return repack_strips16<Packed4<avx2::Q4_1Values, 0, false, true>>(job, out); }
 
 }  // namespace pagoda::backend::cpu::avx512vnni

@@ -18,11 +18,11 @@ const TileKernel* find_tile_kernel(DType weight, quant::Isa isa, CpuNumerics num
   // 16-row VNNI strips: the AVX2 strip kernels' bits, faster. Activation sums for all
   // but the formats with a minimum: signed weights are stored with 128 added. The
   // k-quants read their Q8_K blocks' own bsums.
-  static constexpr TileKernel kQ8_0Vnni{avx512vnni::tile_q8_0, true, false, false, true, true, 16},
-      kQ4_0Vnni{avx512vnni::tile_q4_0, true, false, false, true, true, 16},
+  static constexpr TileKernel kQ8_0Vnni{avx512vnni::tile_q8_0, true, false, false, true, true, 16, avx512vnni::repack_q8_0},
+      kQ4_0Vnni{avx512vnni::tile_q4_0, true, false, false, true, true, 16, avx512vnni::repack_q4_0},
       kQ5_0Vnni{avx512vnni::tile_q5_0, true, false, false, true, true, 16},
-      kIQ4_NLVnni{avx512vnni::tile_iq4_nl, true, false, false, true, true, 16},
-      kQ4_1Vnni{avx512vnni::tile_q4_1, false, false, false, true, true, 16},
+      kIQ4_NLVnni{avx512vnni::tile_iq4_nl, true, false, false, true, true, 16, avx512vnni::repack_iq4_nl},
+      kQ4_1Vnni{avx512vnni::tile_q4_1, false, false, false, true, true, 16, avx512vnni::repack_q4_1},
       kQ5_1Vnni{avx512vnni::tile_q5_1, false, false, false, true, true, 16},
       kQ4_KVnni{avx512vnni::tile_q4_K, false, false, false, true, false, 16},
       kQ5_KVnni{avx512vnni::tile_q5_K, false, false, false, true, false, 16},

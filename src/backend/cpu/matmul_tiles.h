@@ -42,7 +42,15 @@ struct TileJob {
   // Kernels that repack: tokens whose activations stay in L2 while every strip of the
   // repacked rows passes over them (a multiple of 4; 0: all n_cols at once).
   int64_t cols_per_pass = 0;
+  // Kernels with TileKernel::repack: the tile's rows already repacked (a copy the matmul
+  // keeps, see matmul_repacked.h), strip after strip as repack lays them out; nullptr:
+  // the kernel repacks them into scratch.
+  const std::byte* strips = nullptr;
 };
+
+// Tiles of fewer tokens than this run a strip kernel's single-token path: the rows as
+// stored, nothing repacked.
+inline constexpr int64_t kMinStripTokens = 4;
 
 // Scratch a kernel needs per 8 weight rows of n_in values (their repacked form).
 inline size_t tile_scratch_bytes(int64_t n_in) { return static_cast<size_t>(n_in / 32) * 384 + 64; }
@@ -65,6 +73,11 @@ struct TileKernel {
   // Rows per strip of a repacking kernel: give it panels of a multiple of this many rows
   // (the scratch of tile_scratch_bytes per 8 rows then holds its strips).
   int strip_rows = 8;
+  // Where set: repacks the job's n_rows rows (from job.w, job.w_stride; n_in values) into
+  // `out` as `run` reads them from TileJob::strips, and returns the bytes they take
+  // (with out == nullptr it only measures). Rows [r, r + n) of a weight so repacked start
+  // at byte repack(rows [0, r)) for r a multiple of strip_rows.
+  size_t (*repack)(const TileJob& job, std::byte* out) = nullptr;
 };
 
 // The tiled kernel for `weight` on `isa` or a lower ISA: under kFast the fastest one,
@@ -110,6 +123,12 @@ void gemv_q8_0(const TileJob& job);
 void gemv_q4_K(const TileJob& job);
 void gemv_q5_K(const TileJob& job);
 void gemv_q6_K(const TileJob& job);
+// TileKernel::repack of the tile kernels above whose kept copies are about the size of
+// the weights as stored (the nibble formats: 4 bits a value; Q8_0).
+size_t repack_q8_0(const TileJob& job, std::byte* out);
+size_t repack_q4_0(const TileJob& job, std::byte* out);
+size_t repack_iq4_nl(const TileJob& job, std::byte* out);
+size_t repack_q4_1(const TileJob& job, std::byte* out);
 }  // namespace avx512vnni
 
 }  // namespace pagoda::backend::cpu
