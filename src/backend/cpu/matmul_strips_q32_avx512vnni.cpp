@@ -114,6 +114,15 @@ inline __m512i nibble_values(__m512i nibbles) {
   }
 }
 
+// The int32 sums of block b for C tokens before its products: the offset times each
+// token's quant sum taken off (formats stored kOffset above their values), else 0.
+template <int C, int kOffset, class Tokens>
+inline void start_sums(const Tokens& t, int64_t b, __m512i (&sum)[C]) {
+  for (int j = 0; j < C; ++j) {
+    sum[j] = kOffset == 0 ? _mm512_setzero_si512() : _mm512_set1_epi32(-kOffset * t.sums[j][b]);
+  }
+}
+
 // The f32 steps of one block of 16 rows for C tokens, from its exact integer sums: those
 // of the AVX2 strips, lane by lane. d, m: the rows' scales and minimums.
 template <int C, bool kHasMin, class Tokens>
@@ -185,9 +194,7 @@ struct Format32 {
     for (int64_t b = 0; b < job.n_in / quant::kQK; ++b) {
       const Strip& s = strip[b];
       __m512i sum[C];
-      for (int j = 0; j < C; ++j) {
-        sum[j] = kOffset == 0 ? _mm512_setzero_si512() : _mm512_set1_epi32(-kOffset * t.sums[j][b]);
-      }
+      start_sums<C, kOffset>(t, b, sum);
       #pragma GCC unroll 8
       for (int k = 0; k < 8; ++k) {
         const __m512i w = load512(s.qs[k]);
@@ -208,7 +215,8 @@ struct alignas(64) Strip4x16 {
   uint16_t m[kStrip16Rows];  // Q4_1 only
 };
 
-template <class Values, int kOffset, bool kSigned, bool kHasMin>
+// kOffset, kHasMin: as Format32 (IQ4_NL's 128 added comes with its table, nibble_values).
+template <class Values, int kOffset, bool kHasMin>
 struct Packed4 {
   using Strip = Strip4x16;
   using Block = typename Values::Block;
@@ -238,9 +246,7 @@ struct Packed4 {
     for (int64_t b = 0; b < job.n_in / quant::kQK; ++b) {
       const Strip& s = strip[b];
       __m512i sum[C];
-      for (int j = 0; j < C; ++j) {
-        sum[j] = kOffset == 0 ? _mm512_setzero_si512() : _mm512_set1_epi32(-kOffset * t.sums[j][b]);
-      }
+      start_sums<C, kOffset>(t, b, sum);
       #pragma GCC unroll 4
       for (int k = 0; k < 4; ++k) {
         const __m512i packed = load512(s.qs[k]);
@@ -264,20 +270,20 @@ struct Packed4 {
 // (offset 8 / 16); Q4_1 / Q5_1 as stored, with their minimums.
 void tile_q8_0(const TileJob& job) { run_strips16<Format32<avx2::Q8_0Values, 128, true, false>>(job, gemv_q8_0); }
 void tile_iq4_nl(const TileJob& job) {
-  run_strips16<Format32<avx2::IQ4_NLValues, 128, true, false>, Packed4<avx2::IQ4_NLValues, 128, true, false>>(job, avx2::tile_iq4_nl);
+  run_strips16<Format32<avx2::IQ4_NLValues, 128, true, false>, Packed4<avx2::IQ4_NLValues, 128, false>>(job, avx2::tile_iq4_nl);
 }
 void tile_q4_0(const TileJob& job) {
-  run_strips16<Format32<avx2::Q4_0Values, 8, false, false>, Packed4<avx2::Q4_0Values, 8, false, false>>(job, avx2::tile_q4_0);
+  run_strips16<Format32<avx2::Q4_0Values, 8, false, false>, Packed4<avx2::Q4_0Values, 8, false>>(job, avx2::tile_q4_0);
 }
 void tile_q5_0(const TileJob& job) { run_strips16<Format32<avx2::Q5_0Values, 16, false, false>>(job, avx2::tile_q5_0); }
 void tile_q4_1(const TileJob& job) {
-  run_strips16<Format32<avx2::Q4_1Values, 0, false, true>, Packed4<avx2::Q4_1Values, 0, false, true>>(job, avx2::tile_q4_1);
+  run_strips16<Format32<avx2::Q4_1Values, 0, false, true>, Packed4<avx2::Q4_1Values, 0, true>>(job, avx2::tile_q4_1);
 }
 void tile_q5_1(const TileJob& job) { run_strips16<Format32<avx2::Q5_1Values, 0, false, true>>(job, avx2::tile_q5_1); }
 
 size_t repack_q8_0(const TileJob& job, std::byte* out) { return repack_strips16<Format32<avx2::Q8_0Values, 128, true, false>>(job, out); }
-size_t repack_iq4_nl(const TileJob& job, std::byte* out) { return repack_strips16<Packed4<avx2::IQ4_NLValues, 128, true, false>>(job, out); }
-size_t repack_q4_0(const TileJob& job, std::byte* out) { return repack_strips16<Packed4<avx2::Q4_0Values, 8, false, false>>(job, out); }
-size_t repack_q4_1(const TileJob& job, std::byte* out) { return repack_strips16<Packed4<avx2::Q4_1Values, 0, false, true>>(job, out); }
+size_t repack_iq4_nl(const TileJob& job, std::byte* out) { return repack_strips16<Packed4<avx2::IQ4_NLValues, 128, false>>(job, out); }
+size_t repack_q4_0(const TileJob& job, std::byte* out) { return repack_strips16<Packed4<avx2::Q4_0Values, 8, false>>(job, out); }
+size_t repack_q4_1(const TileJob& job, std::byte* out) { return repack_strips16<Packed4<avx2::Q4_1Values, 0, true>>(job, out); }
 
 }  // namespace pagoda::backend::cpu::avx512vnni
