@@ -14,6 +14,10 @@ std::mt19937 seeded_generator(const std::optional<uint64_t>& seed) {
   return std::mt19937(sequence);
 }
 
+Status no_finite_logit() {
+  return invalid_argument("sampler: no token has a finite logit (all banned or NaN)");
+}
+
 }  // namespace
 
 Expected<Sampler> Sampler::create(const SamplingParams& params, int32_t n_vocab) {
@@ -54,19 +58,24 @@ Expected<SampledToken> Sampler::sample(std::span<const float> logits) {
     return invalid_argument("sampler: got " + std::to_string(logits.size()) +
                             " logits for a vocabulary of " + std::to_string(n_vocab_));
   }
-  CandidateList list = prepare_candidates(logits);
   SampledToken result;
-  const size_t best = best_index(list);
-  if (!(list.items[best].logit > -INFINITY)) {
-    return invalid_argument("sampler: no token has a finite logit (all banned or NaN)");
-  }
-  if (params_.greedy()) {
-    result.token = list.items[best].token;
+  if (params_.greedy() && params_.logit_bias.empty() && !penalties_.enabled()) {
+    // The logits as they are: no candidate list to build.
+    const size_t best = argmax_logit(logits);
+    if (!(logits[best] > -INFINITY)) return no_finite_logit();
+    result.token = static_cast<int32_t>(best);
   } else {
-    apply_top_k(list, params_.top_k);
-    apply_top_p(list, params_.top_p);
-    apply_min_p(list, params_.min_p);
-    result.token = list.items[sample_index(list, params_.temperature, next_uniform())].token;
+    CandidateList list = prepare_candidates(logits);
+    const size_t best = best_index(list);
+    if (!(list.items[best].logit > -INFINITY)) return no_finite_logit();
+    if (params_.greedy()) {
+      result.token = list.items[best].token;
+    } else {
+      apply_top_k(list, params_.top_k);
+      apply_top_p(list, params_.top_p);
+      apply_min_p(list, params_.min_p);
+      result.token = list.items[sample_index(list, params_.temperature, next_uniform())].token;
+    }
   }
   if (params_.logprobs || !top_.empty()) {
     const LogSoftmax log_softmax(logits);

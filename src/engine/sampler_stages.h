@@ -40,6 +40,12 @@ void apply_min_p(CandidateList& list, float min_p);
 // The index in `list` of the best candidate (ties: lower token id).
 size_t best_index(const CandidateList& list);
 
+// best_index of the candidates of `logits` as they come (token i with logits[i]), without
+// building the list: the greedy choice when no bias or penalty changes a logit. As
+// best_index, a NaN never ranks before another logit (and one at index 0 stays the best,
+// for the caller to refuse). `logits` is not empty.
+size_t argmax_logit(std::span<const float> logits);
+
 // Draws a candidate from softmax(logit / temperature) using `uniform`, a number in
 // [0, 1); returns its index in `list`. temperature > 0.
 size_t sample_index(const CandidateList& list, float temperature, double uniform);

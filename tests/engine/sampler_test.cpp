@@ -76,6 +76,29 @@ TEST(Sampler, GreedyPicksTheArgmaxAndTheLowerIdOnTies) {
   EXPECT_EQ(sample_token(big, logits), argmax);
 }
 
+// argmax_logit (the greedy sampler's path when nothing changes the logits) against
+// best_index over the candidate list: every length around the vector width, ties (coarse
+// values), infinities, signed zeros and NaNs anywhere.
+TEST(SamplerStages, ArgmaxLogitRanksAsBestIndex) {
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<int> value(-3, 3), special(0, 9);
+  for (int trial = 0; trial < 4000; ++trial) {
+    const size_t n = 1 + static_cast<size_t>(trial % 40);
+    std::vector<float> logits(n);
+    for (float& x : logits) {
+      const int kind = special(rng);
+      x = kind == 0 ? NAN : kind == 1 ? -INFINITY : kind == 2 ? -0.0f : static_cast<float>(value(rng));
+    }
+    if (trial % 7 == 0) logits[static_cast<size_t>(trial) % n] = INFINITY;
+    Candidates candidates(logits);
+    ASSERT_EQ(argmax_logit(logits), best_index(candidates.list())) << "trial " << trial;
+  }
+  const std::vector<float> big = random_logits(49152, 3);
+  Candidates candidates(big);
+  EXPECT_EQ(argmax_logit(big), best_index(candidates.list()));
+  EXPECT_EQ(argmax_logit(std::vector<float>{NAN, 1.0f, 2.0f}), 0u);  // the caller refuses it
+}
+
 TEST(Sampler, SameSeedGivesTheSameTokensAndAnotherSeedDoesNot) {
   const std::vector<float> logits = random_logits(300, 2, 1.0f);
   auto draw = [&](uint64_t seed) {
