@@ -3,9 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <random>
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/norms.h"
 #include "core/fp16.h"
 #include "quant/dequantize.h"
 #include "quant/quantize.h"
@@ -86,6 +88,57 @@ TEST_F(OpsTest, RmsNormOnHeadViews) {
       const double scale = 1.0 / std::sqrt(ss / 40 + 1e-5);
       for (int64_t i = 0; i < 40; ++i)
         ASSERT_TRUE(close(out_m.at(t, h * 40 + i), m.at(t, h * 40 + i) * scale * w[size_t(i)], 1e-6, 1e-5));
+    }
+  }
+}
+
+// Per row, double sum += double(float(x * x)), values in order (the reference build's
+// order, which the vector form keeps), then the mean and scale in float: exactly.
+TEST_F(OpsTest, RmsNormSumsSquaresInTheReferenceOrder) {
+  for (const quant::Isa max_isa : {quant::Isa::kScalar, quant::Isa::kAvx512Vnni}) {
+    auto b = make_cpu_backend({.n_threads = 2, .max_isa = max_isa});
+    for (const int64_t n : {1, 3, 7, 40, 576, 1001}) {
+      for (const int64_t rows : {1, 5, 8, 9, 19}) {
+        Matrix x(rows, n, 3, static_cast<uint32_t>(n + rows), 1.0f), y(rows, n, 1);
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t c = 0; c < n; ++c) x.at(r, c) = std::ldexp(x.at(r, c), static_cast<int>((c * 7 + r * 13) % 41) - 20);
+        std::vector<float> w = random_values(static_cast<size_t>(n), 12);
+        b->rms_norm(x.view(), make_view(w.data(), DType::F32, n), 1e-6f, y.view());
+        for (int64_t r = 0; r < rows; ++r) {
+          double sum = 0.0;
+          for (int64_t c = 0; c < n; ++c) sum += static_cast<double>(x.at(r, c) * x.at(r, c));
+          const float scale = 1.0f / std::sqrt(static_cast<float>(sum / static_cast<double>(n)) + 1e-6f);
+          for (int64_t c = 0; c < n; ++c)
+            ASSERT_EQ(y.at(r, c), x.at(r, c) * scale * w[static_cast<size_t>(c)]) << n << " " << rows << " " << r;
+        }
+      }
+    }
+    EXPECT_TRUE(b->take_error().ok());
+  }
+}
+
+// The vector sums themselves, as doubles: rounding them to a float mean hides most changes
+// of order (29 bits of headroom), so this is where a reordering shows.
+TEST(RmsNormSums, EightRowsAtOnceKeepEachRowsOrder) {
+  if (!quant::isa_available(quant::Isa::kAvx2)) GTEST_SKIP() << "this CPU lacks AVX2";
+  std::mt19937 rng(5);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (const int64_t n : {1, 3, 4, 5, 40, 576, 1001}) {
+    for (int n_rows = 1; n_rows <= cpu::kSumRows; ++n_rows) {
+      std::vector<std::vector<float>> rows(static_cast<size_t>(n_rows), std::vector<float>(static_cast<size_t>(n)));
+      const float* pointers[cpu::kSumRows];
+      for (int r = 0; r < n_rows; ++r) {
+        for (int64_t c = 0; c < n; ++c)
+          rows[size_t(r)][size_t(c)] = std::ldexp(normal(rng), static_cast<int>((c * 7 + r * 13) % 41) - 20);
+        pointers[r] = rows[size_t(r)].data();
+      }
+      double sums[cpu::kSumRows];
+      cpu::avx2::sums_of_squares_rows(pointers, n_rows, n, sums);
+      for (int r = 0; r < n_rows; ++r) {
+        double expected = 0.0;
+        for (const float x : rows[size_t(r)]) expected += static_cast<double>(x * x);
+        ASSERT_EQ(sums[r], expected) << n << " values, row " << r << " of " << n_rows;
+      }
     }
   }
 }

@@ -90,7 +90,7 @@ class CpuBackend final : public Backend {
     note(cpu::add(pool_, a, b, out));
   }
   void rms_norm(const TensorView& x, const TensorView& weight, float eps, const TensorView& y) override {
-    note(cpu::rms_norm(pool_, x, weight, eps, y));
+    note(cpu::rms_norm(pool_, isa_, x, weight, eps, y));
   }
   void layer_norm(const TensorView& x, const TensorView& weight, const TensorView& bias, float eps,
                   const TensorView& y) override {

@@ -2,8 +2,10 @@
 // double over float terms, the mean and scale rounded to float, then the row scaled,
 // then multiplied by the weight (and the bias added) as separate float steps.
 
+#include <algorithm>
 #include <cmath>
 
+#include "backend/cpu/norms.h"
 #include "backend/cpu/ops.h"
 #include "backend/cpu/rows.h"
 
@@ -30,7 +32,7 @@ double sum_of_squares(const float* v, int64_t n) {
 
 }  // namespace
 
-Status rms_norm(ThreadPool& pool, const TensorView& x, const TensorView& weight, float eps,
+Status rms_norm(ThreadPool& pool, quant::Isa isa, const TensorView& x, const TensorView& weight, float eps,
                 const TensorView& y) {
   if (!is_f32_rows(x) || !is_f32_rows(y) || !same_shape(x, y) || !is_f32_vector(weight, x.ne[0])) {
     return invalid_argument("rms_norm: needs f32 x and y of one shape and an f32 weight of the row length");
@@ -38,14 +40,25 @@ Status rms_norm(ThreadPool& pool, const TensorView& x, const TensorView& weight,
   const int64_t n = x.ne[0];
   const float* w = static_cast<const float*>(weight.data);
   parallel_rows(pool, x.n_rows(), n, [&](int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end; ++r) {
-      const float* in = row_at<const float>(x, r);
-      float* out = row_at<float>(y, r);
-      double sum = 0.0;
-      for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(in[i] * in[i]);
-      const float mean = static_cast<float>(sum / static_cast<double>(n));
-      const float scale = 1.0f / std::sqrt(mean + eps);
-      for (int64_t i = 0; i < n; ++i) out[i] = in[i] * scale * w[i];
+    for (int64_t first = begin; first < end; first += kSumRows) {
+      const int n_rows = static_cast<int>(std::min<int64_t>(kSumRows, end - first));
+      const float* in[kSumRows];
+      double sums[kSumRows];
+      for (int k = 0; k < n_rows; ++k) in[k] = row_at<const float>(x, first + k);
+      if (isa != quant::Isa::kScalar) {
+        avx2::sums_of_squares_rows(in, n_rows, n, sums);
+      } else {
+        for (int k = 0; k < n_rows; ++k) {
+          sums[k] = 0.0;
+          for (int64_t i = 0; i < n; ++i) sums[k] += static_cast<double>(in[k][i] * in[k][i]);
+        }
+      }
+      for (int k = 0; k < n_rows; ++k) {
+        const float mean = static_cast<float>(sums[k] / static_cast<double>(n));
+        const float scale = 1.0f / std::sqrt(mean + eps);
+        float* out = row_at<float>(y, first + k);
+        for (int64_t i = 0; i < n; ++i) out[i] = in[k][i] * scale * w[i];
+      }
     }
   });
   return {};

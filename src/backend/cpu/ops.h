@@ -20,7 +20,9 @@ Status get_rows(ThreadPool& pool, const TensorView& table, std::span<const int32
                 const TensorView& out);
 Status add_bias(ThreadPool& pool, const TensorView& y, const TensorView& bias);
 Status add(ThreadPool& pool, const TensorView& a, const TensorView& b, const TensorView& out);
-Status rms_norm(ThreadPool& pool, const TensorView& x, const TensorView& weight, float eps,
+// isa: kScalar keeps to portable code; anything higher sums squares with AVX2 (the
+// same bits, see norms.h).
+Status rms_norm(ThreadPool& pool, quant::Isa isa, const TensorView& x, const TensorView& weight, float eps,
                 const TensorView& y);
 Status layer_norm(ThreadPool& pool, const TensorView& x, const TensorView& weight,
                   const TensorView& bias, float eps, const TensorView& y);
