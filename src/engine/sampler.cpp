@@ -1,7 +1,10 @@
 #include "engine/sampler.h"
 
 #include <cmath>
+#include <optional>
 #include <string>
+
+#include "core/exp_sum.h"
 
 namespace pagoda::engine {
 namespace {
@@ -32,6 +35,7 @@ Sampler::Sampler(const SamplingParams& params, int32_t n_vocab)
       penalties_(params, n_vocab),
       rng_(seeded_generator(params.seed)),
       candidates_(static_cast<size_t>(n_vocab)),
+      weights_(static_cast<size_t>(n_vocab)),
       top_(static_cast<size_t>(params.top_logprobs)) {}
 
 void Sampler::accept_prompt(std::span<const int32_t> tokens) {
@@ -59,11 +63,16 @@ Expected<SampledToken> Sampler::sample(std::span<const float> logits) {
                             " logits for a vocabulary of " + std::to_string(n_vocab_));
   }
   SampledToken result;
-  if (params_.greedy() && params_.logit_bias.empty() && !penalties_.enabled()) {
+  const bool raw_logits = params_.logit_bias.empty() && !penalties_.enabled();
+  const bool truncates = (params_.top_k > 0 && params_.top_k < n_vocab_) || params_.top_p < 1.0f || params_.min_p > 0.0f;
+  std::optional<int32_t> drawn;
+  if (raw_logits && params_.greedy()) {
     // The logits as they are: no candidate list to build.
     const size_t best = argmax_logit(logits);
     if (!(logits[best] > -INFINITY)) return no_finite_logit();
     result.token = static_cast<int32_t>(best);
+  } else if (raw_logits && !truncates && (drawn = draw_from_logits(logits))) {
+    result.token = *drawn;
   } else {
     CandidateList list = prepare_candidates(logits);
     const size_t best = best_index(list);
@@ -84,6 +93,14 @@ Expected<SampledToken> Sampler::sample(std::span<const float> logits) {
     result.top = top_;
   }
   return result;
+}
+
+std::optional<int32_t> Sampler::draw_from_logits(std::span<const float> logits) {
+  const float max = logits[argmax_logit(logits)];
+  if (!(max > -INFINITY)) return std::nullopt;
+  const double total = exp_sum(logits.data(), n_vocab_, max, 1.0f / params_.temperature, weights_.data());
+  if (!std::isfinite(total)) return std::nullopt;  // a NaN logit: the candidate path decides
+  return static_cast<int32_t>(draw_index(weights_, total, next_uniform()));
 }
 
 double Sampler::next_uniform() {

@@ -6,6 +6,7 @@
 // buffer sized once for the vocabulary: sampling a token allocates nothing.
 
 #include <cstdint>
+#include <optional>
 #include <random>
 #include <span>
 #include <vector>
@@ -43,13 +44,18 @@ class Sampler {
  private:
   Sampler(const SamplingParams& params, int32_t n_vocab);
   CandidateList prepare_candidates(std::span<const float> logits);
-  double next_uniform();  // in [0, 1), from 32 random bits: the same on every platform
+  double next_uniform();
+  // Temperature sampling with no bias, penalty or truncation: a draw from the softmax of
+  // the logits as they are, weights by exp_sum (core/exp_sum.h) into weights_. nullopt
+  // (nothing drawn) when no logit is finite or one is NaN.
+  std::optional<int32_t> draw_from_logits(std::span<const float> logits);  // in [0, 1), from 32 random bits: the same on every platform
 
   SamplingParams params_;
   int32_t n_vocab_ = 0;
   Penalties penalties_;
   std::mt19937 rng_;
   std::vector<Candidate> candidates_;  // [n_vocab] scratch
+  std::vector<float> weights_;         // [n_vocab] scratch: unnormalized softmax of the logits
   std::vector<TokenLogprob> top_;      // [top_logprobs] scratch
 };
 

@@ -108,6 +108,19 @@ size_t argmax_logit(std::span<const float> logits) {
   return best;
 }
 
+size_t draw_index(std::span<const float> weights, double total, double uniform) {
+  const double target = uniform * total;
+  double cumulative = 0.0;
+  for (size_t i = 0; i < weights.size(); ++i) {
+    cumulative += static_cast<double>(weights[i]);
+    if (target < cumulative) return i;
+  }
+  for (size_t i = weights.size(); i-- > 0;) {
+    if (weights[i] > 0.0f) return i;
+  }
+  return 0;
+}
+
 size_t sample_index(const CandidateList& list, float temperature, double uniform) {
   const float max = max_logit(list);
   const double target = uniform * softmax_denominator(list, max, temperature);

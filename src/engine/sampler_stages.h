@@ -46,6 +46,12 @@ size_t best_index(const CandidateList& list);
 // for the caller to refuse). `logits` is not empty.
 size_t argmax_logit(std::span<const float> logits);
 
+// The first index whose running sum of weights (in double, in index order) exceeds
+// uniform * total, total being their sum; weights: unnormalized probabilities (>= 0),
+// uniform in [0, 1). Rounding that leaves the target unreached gives the last index of
+// nonzero weight.
+size_t draw_index(std::span<const float> weights, double total, double uniform);
+
 // Draws a candidate from softmax(logit / temperature) using `uniform`, a number in
 // [0, 1); returns its index in `list`. temperature > 0.
 size_t sample_index(const CandidateList& list, float temperature, double uniform);

@@ -99,6 +99,41 @@ TEST(SamplerStages, ArgmaxLogitRanksAsBestIndex) {
   EXPECT_EQ(argmax_logit(std::vector<float>{NAN, 1.0f, 2.0f}), 0u);  // the caller refuses it
 }
 
+// Temperature alone (no truncation, bias or penalty) draws straight from the logits'
+// softmax: over a vocabulary wide enough for the vector weights, a few likely tokens
+// among many unlikely ones come out as often as their probabilities say.
+TEST(Sampler, TemperatureAloneDrawsFromTheSoftmaxOfAWideVocabulary) {
+  std::vector<float> logits(5000, -4.0f);
+  logits[7] = 2.0f;
+  logits[1234] = 1.0f;
+  logits[4999] = 0.5f;
+  const float temperature = 0.8f;
+  SamplingParams params;
+  params.temperature = temperature;
+  params.seed = 21;
+  Sampler sampler = make_sampler(params, 5000);
+  std::vector<int> counts(5000, 0);
+  const int n = 20000;
+  for (int i = 0; i < n; ++i) ++counts[static_cast<size_t>(sample_token(sampler, logits))];
+  double total = 0.0;
+  for (float x : logits) total += std::exp(double(x) / temperature);
+  int rest = n;
+  for (const size_t t : {size_t{7}, size_t{1234}, size_t{4999}}) {
+    EXPECT_NEAR(counts[t] / double(n), std::exp(double(logits[t]) / temperature) / total, 0.015) << "token " << t;
+    rest -= counts[t];
+  }
+  EXPECT_NEAR(rest / double(n), 4997 * std::exp(-4.0 / temperature) / total, 0.015);
+}
+
+TEST(SamplerStages, DrawIndexWalksTheRunningSum) {
+  const std::vector<float> weights = {0.0f, 1.0f, 2.0f, 1.0f, 0.0f};
+  EXPECT_EQ(draw_index(weights, 4.0, 0.0), 1u);
+  EXPECT_EQ(draw_index(weights, 4.0, 0.2499), 1u);
+  EXPECT_EQ(draw_index(weights, 4.0, 0.25), 2u);
+  EXPECT_EQ(draw_index(weights, 4.0, 0.76), 3u);
+  EXPECT_EQ(draw_index(weights, 4.5, 0.99), 3u);  // a total a hair high: the last token with weight
+}
+
 TEST(Sampler, SameSeedGivesTheSameTokensAndAnotherSeedDoesNot) {
   const std::vector<float> logits = random_logits(300, 2, 1.0f);
   auto draw = [&](uint64_t seed) {

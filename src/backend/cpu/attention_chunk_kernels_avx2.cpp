@@ -10,6 +10,7 @@
 #include <limits>
 
 #include "backend/cpu/attention_chunk_kernels.h"
+#include "core/softmax_exp_avx2.h"
 #include "quant/blocks.h"
 
 // Each product and sum rounds on its own unless written as an FMA (the two kernel sets
@@ -44,26 +45,6 @@ inline float sum_lanes(__m256 v) {
   const __m256 pairs = _mm256_hadd_ps(v, v);
   const __m256 quads = _mm256_hadd_ps(pairs, pairs);
   return _mm_cvtss_f32(_mm_add_ss(_mm256_castps256_ps128(quads), _mm256_extractf128_ps(quads, 1)));
-}
-
-// softmax_exp of 8 values, lane by lane the scalar function's operations.
-inline __m256 softmax_exp8(__m256 x) {
-  namespace k = softmax_exp_constants;
-  const __m256 min = _mm256_set1_ps(k::kMin), round = _mm256_set1_ps(k::kRound);
-  const __m256 clamped = _mm256_max_ps(min, x);
-  const __m256 t = _mm256_fmadd_ps(clamped, _mm256_set1_ps(k::kLog2e), round);
-  const __m256 n = _mm256_sub_ps(t, round);
-  __m256 r = _mm256_fmadd_ps(n, _mm256_set1_ps(-k::kLn2Hi), clamped);
-  r = _mm256_fmadd_ps(n, _mm256_set1_ps(-k::kLn2Lo), r);
-  __m256 p = _mm256_set1_ps(k::kC7);
-  for (const float c : {k::kC6, k::kC5, k::kC4, k::kC3, k::kC2, 1.0f, 1.0f})
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(c));
-  const __m256i exponent = _mm256_slli_epi32(
-      _mm256_add_epi32(_mm256_sub_epi32(_mm256_castps_si256(t), _mm256_castps_si256(round)),
-                       _mm256_set1_epi32(127)),
-      23);
-  const __m256 y = _mm256_mul_ps(p, _mm256_castsi256_ps(exponent));
-  return _mm256_andnot_ps(_mm256_cmp_ps(x, min, _CMP_LT_OQ), y);
 }
 
 // Cache rows are scattered over the blocks of the cache, so the hardware prefetcher
