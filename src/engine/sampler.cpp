@@ -81,9 +81,9 @@ Expected<SampledToken> Sampler::sample(std::span<const float> logits) {
       result.token = list.items[best].token;
     } else {
       apply_top_k(list, params_.top_k);
-      apply_top_p(list, params_.top_p);
+      apply_top_p(list, params_.top_p, weights_);
       apply_min_p(list, params_.min_p);
-      result.token = list.items[sample_index(list, params_.temperature, next_uniform())].token;
+      result.token = list.items[sample_index(list, params_.temperature, next_uniform(), weights_)].token;
     }
   }
   if (params_.logprobs || !top_.empty()) {

@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/exp_sum.h"
+#include "core/softmax_exp.h"
+
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
@@ -17,12 +20,12 @@ float max_logit(const CandidateList& list) {
   return best;
 }
 
-// Sum of exp((logit - max) / temperature) over the list, in double so that a long
-// vocabulary of tiny terms does not lose the head's precision.
-double softmax_denominator(const CandidateList& list, float max, float temperature) {
-  double sum = 0.0;
-  for (const Candidate& c : list.items) sum += std::exp((c.logit - max) / temperature);
-  return sum;
+// The list's logits into scratch, then their unnormalized softmax at `temperature` in
+// place (exp_sum: vectorized); returns its sum.
+double softmax_weights(const CandidateList& list, float max, float temperature, std::span<float> scratch) {
+  const size_t n = list.items.size();
+  for (size_t i = 0; i < n; ++i) scratch[i] = list.items[i].logit;
+  return exp_sum(scratch.data(), static_cast<int64_t>(n), max, 1.0f / temperature, scratch.data());
 }
 
 }  // namespace
@@ -35,11 +38,10 @@ void apply_top_k(CandidateList& list, int32_t k) {
   list.sorted = true;
 }
 
-void apply_top_p(CandidateList& list, float p) {
+void apply_top_p(CandidateList& list, float p, std::span<float> scratch) {
   if (p >= 1.0f || list.items.size() <= 1) return;
   const float max = max_logit(list);
-  const double total = softmax_denominator(list, max, 1.0f);
-  const double target = static_cast<double>(p) * total;
+  const double target = static_cast<double>(p) * softmax_weights(list, max, 1.0f, scratch);
   auto first = list.items.begin();
   const size_t n = list.items.size();
   // Sort a head, grow it fourfold while its mass falls short: the mass usually sits in
@@ -53,7 +55,7 @@ void apply_top_p(CandidateList& list, float p) {
       sorted_end = head;
       head = std::min(n, head * 4);
     }
-    mass += std::exp(list.items[i].logit - max);
+    mass += static_cast<double>(softmax_exp(list.items[i].logit - max));  // the weights' exp
     if (mass >= target) {
       list.items = list.items.first(i + 1);
       list.sorted = true;
@@ -121,19 +123,9 @@ size_t draw_index(std::span<const float> weights, double total, double uniform) 
   return 0;
 }
 
-size_t sample_index(const CandidateList& list, float temperature, double uniform) {
-  const float max = max_logit(list);
-  const double target = uniform * softmax_denominator(list, max, temperature);
-  double cumulative = 0.0;
-  for (size_t i = 0; i < list.items.size(); ++i) {
-    cumulative += std::exp((list.items[i].logit - max) / temperature);
-    if (target < cumulative) return i;
-  }
-  // Only rounding gets here (uniform close to 1): the last token with any mass.
-  for (size_t i = list.items.size(); i-- > 0;) {
-    if (list.items[i].logit > -INFINITY) return i;
-  }
-  return 0;
+size_t sample_index(const CandidateList& list, float temperature, double uniform, std::span<float> scratch) {
+  const double total = softmax_weights(list, max_logit(list), temperature, scratch);
+  return draw_index(scratch.first(list.items.size()), total, uniform);
 }
 
 }  // namespace pagoda::engine

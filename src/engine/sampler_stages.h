@@ -31,7 +31,8 @@ void apply_top_k(CandidateList& list, int32_t k);
 
 // Keeps the shortest sorted head whose softmax mass (over the current list, temperature
 // 1) reaches p; at least one token. p >= 1 keeps all. Sorts only as far as it must.
-void apply_top_p(CandidateList& list, float p);
+// scratch: at least the list's size, for the weights (core/exp_sum.h).
+void apply_top_p(CandidateList& list, float p, std::span<float> scratch);
 
 // Keeps the candidates whose probability is at least min_p times the top one's, i.e.
 // logit >= max_logit + log(min_p); order is preserved. min_p <= 0 keeps all.
@@ -53,7 +54,8 @@ size_t argmax_logit(std::span<const float> logits);
 size_t draw_index(std::span<const float> weights, double total, double uniform);
 
 // Draws a candidate from softmax(logit / temperature) using `uniform`, a number in
-// [0, 1); returns its index in `list`. temperature > 0.
-size_t sample_index(const CandidateList& list, float temperature, double uniform);
+// [0, 1); returns its index in `list`. temperature > 0; scratch: at least the list's
+// size, for the weights (core/exp_sum.h), walked by draw_index.
+size_t sample_index(const CandidateList& list, float temperature, double uniform, std::span<float> scratch);
 
 }  // namespace pagoda::engine

@@ -180,7 +180,8 @@ TEST(SamplerStages, TopPKeepsTheShortestHeadReachingP) {
   auto kept = [&](float p) {
     Candidates candidates(logits);
     CandidateList list = candidates.list();
-    apply_top_p(list, p);
+    std::vector<float> scratch(logits.size());
+    apply_top_p(list, p, scratch);
     return tokens_of(list);
   };
   EXPECT_EQ(kept(0.3f), (std::set<int32_t>{1}));
@@ -195,7 +196,8 @@ TEST(SamplerStages, TopPSortsPastTheFirstHeadOnALargeVocabulary) {
   // 1000 equal logits: p = 0.5 needs exactly the 500 lowest ids.
   Candidates candidates(std::vector<float>(1000, 1.0f));
   CandidateList list = candidates.list();
-  apply_top_p(list, 0.5f + 1e-4f);
+  std::vector<float> scratch(1000);
+  apply_top_p(list, 0.5f + 1e-4f, scratch);
   ASSERT_EQ(list.items.size(), 501u);
   for (size_t i = 0; i < list.items.size(); ++i)
     EXPECT_EQ(list.items[i].token, static_cast<int32_t>(i));
