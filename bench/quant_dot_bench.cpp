@@ -6,7 +6,10 @@
 //         byte comes from memory, as in a real forward pass.
 //   l2:   the same rows, 512 KiB of them, read again and again from cache: the kernel's
 //         own speed.
-// Plus the activation quantizers, run once per vector before a product.
+// Plus the activation quantizers, run once per vector before a product, and, for the
+// batched matmuls, once per token of a batch: `quantize` alone against
+// `quantize_described` (the same bytes plus each block's scales and, for Q8_0, quant
+// sums, which the matmul needs), in ns per 32-value block.
 //
 // Run: build-*/bench/quant_dot_bench [--benchmark_filter=q4_K]. PAGODA_MAX_ISA caps the
 // ISAs (see core/cpu_features.h).
@@ -132,6 +135,42 @@ void quantize_activations(benchmark::State& state, QuantizeActivationsFn quantiz
   state.SetBytesProcessed(state.iterations() * kRowLength * static_cast<int64_t>(sizeof(float)));
 }
 
+// A batch of `tokens` activation rows of n values, quantized row by row as a batched
+// matmul does: with `quantize`, or with `quantize_described` handing back the scales
+// (and for Q8_0 the sums) the matmul derives from the blocks.
+void quantize_batch(benchmark::State& state, const DotKernel* kernel, bool described, int64_t tokens, int64_t n) {
+  std::mt19937 rng(23);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> x(static_cast<size_t>(tokens * n));
+  for (float& v : x) v = normal(rng);
+  const int64_t blocks = n / kQK;
+  const size_t a_stride = static_cast<size_t>(row_bytes(kernel->activation, n));
+  const int64_t scales_per_block = kernel->activation == DType::Q8_1 ? 2 : 1;
+  std::vector<uint8_t> a(a_stride * static_cast<size_t>(tokens));
+  std::vector<float> scales(static_cast<size_t>(tokens * blocks * scales_per_block));
+  std::vector<int32_t> sums(static_cast<size_t>(tokens * blocks));
+  const bool with_sums = kernel->activation == DType::Q8_0;
+  for (auto _ : state) {
+    for (int64_t t = 0; t < tokens; ++t) {
+      const float* row = x.data() + t * n;
+      uint8_t* out = a.data() + static_cast<size_t>(t) * a_stride;
+      if (described) {
+        kernel->quantize_described(row, out, n, scales.data() + t * blocks * scales_per_block,
+                                   with_sums ? sums.data() + t * blocks : nullptr);
+      } else {
+        kernel->quantize(row, out, n);
+      }
+    }
+    benchmark::DoNotOptimize(a.data());
+    benchmark::DoNotOptimize(scales.data());
+    benchmark::DoNotOptimize(sums.data());
+    benchmark::ClobberMemory();
+  }
+  state.counters["time/block"] = benchmark::Counter(static_cast<double>(tokens * blocks),
+                                                    benchmark::Counter::kIsIterationInvariantRate |
+                                                        benchmark::Counter::kInvert);
+}
+
 void register_benchmarks() {
   for (DType type : kWeightTypes) {
     for (Isa isa : available_isas()) {
@@ -149,6 +188,28 @@ void register_benchmarks() {
     benchmark::RegisterBenchmark(("quantize/" + std::string(dtype_name(kernel->activation))).c_str(),
                                  quantize_activations, kernel->quantize, kernel->activation)
         ->Unit(benchmark::kMicrosecond);
+  }
+  // Batched: AVX2's quantize; AVX2's quantize_described (that quantize, then a scalar pass
+  // over the blocks: what the matmul pays without a form of its own); AVX-512's.
+  struct Batch {
+    int64_t tokens, n;
+  };
+  for (DType weight : {DType::Q8_0, DType::Q4_1}) {
+    for (Batch batch : {Batch{512, 576}, Batch{16, 1536}}) {
+      for (Isa isa : {Isa::kAvx2, Isa::kAvx512}) {
+        const DotKernel* kernel = find_dot_kernel(weight, isa);
+        if (kernel == nullptr) continue;
+        const std::string name = "quantize_batch/" + std::string(dtype_name(kernel->activation)) + "/" +
+                                 std::to_string(batch.tokens) + "x" + std::to_string(batch.n) + "/" +
+                                 std::string(isa_name(isa));
+        for (bool described : {false, true}) {
+          if (!described && isa != Isa::kAvx2) continue;  // AVX-512 kernels hand out AVX2's quantize
+          benchmark::RegisterBenchmark((name + (described ? "/described" : "/quantize")).c_str(), quantize_batch,
+                                       kernel, described, batch.tokens, batch.n)
+              ->Unit(benchmark::kMicrosecond);
+        }
+      }
+    }
   }
 }
 

@@ -60,6 +60,22 @@ constexpr KernelRow kRows[] = {
 // clang-format on
 constexpr size_t kRowCount = sizeof(kRows) / sizeof(kRows[0]);
 
+// The quantize_described of an activation format on an ISA: AVX-512's own where the
+// ISA has it, else the ISA's quantizer and a scalar read-back.
+QuantizeDescribedFn quantize_described_for(DType activation, Isa isa) {
+  const bool avx512_form = isa >= Isa::kAvx512, avx2_quantizer = isa >= Isa::kAvx2;
+  switch (activation) {
+    case DType::Q8_0:
+      return avx512_form ? avx512::quantize_described_q8_0
+                         : (avx2_quantizer ? avx2::quantize_described_q8_0 : scalar::quantize_described_q8_0);
+    case DType::Q8_1:
+      return avx512_form ? avx512::quantize_described_q8_1
+                         : (avx2_quantizer ? avx2::quantize_described_q8_1 : scalar::quantize_described_q8_1);
+    default:
+      return nullptr;
+  }
+}
+
 // Every (type, ISA) pair resolved once: the ISA's own kernel or the best lower one's.
 struct KernelTable {
   std::array<std::array<DotKernel, kIsaCount>, kRowCount> kernels;
@@ -72,7 +88,8 @@ struct KernelTable {
         if (row.by_isa[isa] != nullptr) own = isa;
         const bool avx2_quantize = isa >= static_cast<size_t>(Isa::kAvx2) && row.quantize_avx2 != nullptr;
         kernels[r][isa] = DotKernel{row.weight, row.activation, avx2_quantize ? row.quantize_avx2 : row.quantize,
-                                    row.by_isa[own], static_cast<Isa>(own)};
+                                    row.by_isa[own], static_cast<Isa>(own),
+                                    quantize_described_for(row.activation, static_cast<Isa>(isa))};
       }
     }
   }

@@ -23,6 +23,15 @@ bool isa_available(Isa isa);
 
 // Converts f32 activations (n values) into the activation format.
 using QuantizeActivationsFn = void (*)(const float* x, void* y, int64_t n);
+// `quantize` for Q8_0 / Q8_1 activations that also hands back what a matmul derives from
+// each 32-value block, in the same pass (block b holds x[32b .. 32b + 31]; n a multiple
+// of 32). It writes to y exactly the bytes `quantize` writes and, where the pointer is
+// not null:
+//   scales: the block's stored halves as f32 (exactly: every half is a float).
+//           Q8_0: n / 32 floats, d of block b at [b];
+//           Q8_1: 2 * n / 32 floats, d of block b at [2b], its s at [2b + 1].
+//   sums:   n / 32 int32, the sum of block b's 32 quants (within +-4064) at [b].
+using QuantizeDescribedFn = void (*)(const float* x, void* y, int64_t n, float* scales, int32_t* sums);
 // Returns sum_i w[i] * a[i] over n values (n a multiple of the weight's block size).
 using VecDotFn = float (*)(int64_t n, const void* w, const void* a);
 
@@ -32,6 +41,8 @@ struct DotKernel {
   QuantizeActivationsFn quantize;
   VecDotFn dot;
   Isa isa;  // the instruction set `dot` is written for (at most the one asked for)
+  // Set where the activation is Q8_0 or Q8_1; written for the ISA asked for, like `quantize`.
+  QuantizeDescribedFn quantize_described = nullptr;
 };
 
 // The kernel for `weight` on `isa` (falling back to a lower ISA's kernel where that ISA

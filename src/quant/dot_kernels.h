@@ -26,6 +26,11 @@ struct alignas(64) HalfToFloatTable {
 extern const HalfToFloatTable kHalfToFloat;
 
 namespace scalar {
+// quantize_activations_q8_0 / _q8_1, then the scales and sums read back from the written
+// blocks: the QuantizeDescribedFn of every ISA without a faster one (quantize_described.cpp).
+void quantize_described_q8_0(const float* x, void* y, int64_t n, float* scales, int32_t* sums);
+void quantize_described_q8_1(const float* x, void* y, int64_t n, float* scales, int32_t* sums);
+
 // Activation rows for the float weights (a copy, or a rounding conversion).
 void convert_row_f32(const float* x, void* y, int64_t n);
 void convert_row_f16(const float* x, void* y, int64_t n);
@@ -52,6 +57,10 @@ namespace avx2 {  // AVX2 + FMA + F16C
 // quantize_activations_q8_0 / _q8_1 of quant/quantize.h, the same bytes (quantize_q8_avx2.cpp).
 void quantize_activations_q8_0(const float* x, void* y, int64_t n);
 void quantize_activations_q8_1(const float* x, void* y, int64_t n);
+// The same followed by the scalar read-back, as scalar::quantize_described_q8_* (built
+// as scalar code in quantize_described.cpp: only the quantizer it calls is AVX2).
+void quantize_described_q8_0(const float* x, void* y, int64_t n, float* scales, int32_t* sums);
+void quantize_described_q8_1(const float* x, void* y, int64_t n, float* scales, int32_t* sums);
 
 float dot_f32(int64_t n, const void* w, const void* a);
 float dot_f16(int64_t n, const void* w, const void* a);
@@ -71,6 +80,11 @@ float dot_iq4_xs(int64_t n, const void* w, const void* a);
 }  // namespace avx2
 
 namespace avx512 {  // AVX-512 F/BW/VL/DQ
+// The QuantizeDescribedFn of quant/dot.h for Q8_0 / Q8_1: the bytes of
+// quantize_activations_q8_*, eight blocks at a time (quantize_q8_avx512.cpp).
+void quantize_described_q8_0(const float* x, void* y, int64_t n, float* scales, int32_t* sums);
+void quantize_described_q8_1(const float* x, void* y, int64_t n, float* scales, int32_t* sums);
+
 float dot_q4_0(int64_t n, const void* w, const void* a);
 float dot_q8_0(int64_t n, const void* w, const void* a);
 float dot_iq4_nl(int64_t n, const void* w, const void* a);

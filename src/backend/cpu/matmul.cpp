@@ -183,7 +183,15 @@ Status Matmul::quantize_activations(ThreadPool& pool, const TensorView& x, bool 
   PAGODA_TRY(reserve_block_data(sums, scales, plan));
   parallel_rows(pool, plan.n_tokens, plan.n_in, [&](int64_t begin, int64_t end) {
     for (int64_t t = begin; t < end; ++t) {
-      kernel.quantize(x.row<const float>(t), dst + static_cast<size_t>(t) * plan.a_stride, plan.n_in);
+      std::byte* row = dst + static_cast<size_t>(t) * plan.a_stride;
+      if (kernel.quantize_described != nullptr) {  // the block data in the same pass
+        const int64_t n_blocks = plan.n_in / quant::kQK;
+        float* scales = plan.a_scales == nullptr ? nullptr : plan.a_scales + static_cast<size_t>(t) * plan.a_scales_stride;
+        int32_t* sums = plan.a_sums == nullptr ? nullptr : plan.a_sums + t * n_blocks;
+        kernel.quantize_described(x.row<const float>(t), row, plan.n_in, scales, sums);
+        continue;
+      }
+      kernel.quantize(x.row<const float>(t), row, plan.n_in);
       describe_blocks(plan, t);
     }
   });
