@@ -181,18 +181,20 @@ Status Matmul::quantize_activations(ThreadPool& pool, const TensorView& x, bool 
   if (dst == nullptr) return resource_exhausted("matmul: cannot allocate activation scratch");
   plan.a = dst;
   PAGODA_TRY(reserve_block_data(sums, scales, plan));
+  if ((plan.a_sums != nullptr || plan.a_scales != nullptr) && kernel.quantize_described == nullptr) {
+    return internal_error("matmul: a kernel wants block data its activation quantizer does not give");
+  }
   parallel_rows(pool, plan.n_tokens, plan.n_in, [&](int64_t begin, int64_t end) {
     for (int64_t t = begin; t < end; ++t) {
       std::byte* row = dst + static_cast<size_t>(t) * plan.a_stride;
-      if (kernel.quantize_described != nullptr) {  // the block data in the same pass
-        const int64_t n_blocks = plan.n_in / quant::kQK;
-        float* scales = plan.a_scales == nullptr ? nullptr : plan.a_scales + static_cast<size_t>(t) * plan.a_scales_stride;
-        int32_t* sums = plan.a_sums == nullptr ? nullptr : plan.a_sums + t * n_blocks;
-        kernel.quantize_described(x.row<const float>(t), row, plan.n_in, scales, sums);
+      if (plan.a_sums == nullptr && plan.a_scales == nullptr) {
+        kernel.quantize(x.row<const float>(t), row, plan.n_in);
         continue;
       }
-      kernel.quantize(x.row<const float>(t), row, plan.n_in);
-      describe_blocks(plan, t);
+      const int64_t n_blocks = plan.n_in / quant::kQK;  // the block data in the same pass
+      float* scales = plan.a_scales == nullptr ? nullptr : plan.a_scales + static_cast<size_t>(t) * plan.a_scales_stride;
+      int32_t* sums = plan.a_sums == nullptr ? nullptr : plan.a_sums + t * n_blocks;
+      kernel.quantize_described(x.row<const float>(t), row, plan.n_in, scales, sums);
     }
   });
   return {};
@@ -211,32 +213,6 @@ Status Matmul::reserve_block_data(bool sums, bool scales, Plan& plan) {
     if (plan.a_scales == nullptr) return resource_exhausted("matmul: cannot allocate activation scales");
   }
   return {};
-}
-
-void Matmul::describe_blocks(const Plan& plan, int64_t t) {
-  const int64_t n_blocks = plan.n_in / quant::kQK;
-  const std::byte* row = plan.a + static_cast<size_t>(t) * plan.a_stride;
-  if (plan.a_sums != nullptr) {  // Q8_0: the sum of each block's 32 quants, exact in int32
-    const auto* blocks = reinterpret_cast<const quant::BlockQ8_0*>(row);
-    int32_t* sums = plan.a_sums + t * n_blocks;
-    for (int64_t b = 0; b < n_blocks; ++b) {
-      int32_t sum = 0;
-      for (int i = 0; i < quant::kQK; ++i) sum += blocks[b].qs[i];
-      sums[b] = sum;
-    }
-  }
-  if (plan.a_scales == nullptr) return;
-  float* scales = plan.a_scales + static_cast<size_t>(t) * plan.a_scales_stride;
-  if (plan.kernel->activation == DType::Q8_1) {  // d then s, as f32 (exactly)
-    const auto* blocks = reinterpret_cast<const quant::BlockQ8_1*>(row);
-    for (int64_t b = 0; b < n_blocks; ++b) {
-      scales[2 * b] = fp16_to_f32(blocks[b].d);
-      scales[2 * b + 1] = fp16_to_f32(blocks[b].s);
-    }
-  } else {
-    const auto* blocks = reinterpret_cast<const quant::BlockQ8_0*>(row);
-    for (int64_t b = 0; b < n_blocks; ++b) scales[b] = fp16_to_f32(blocks[b].d);
-  }
 }
 
 void Matmul::run_rows(ThreadPool& pool, const Plan& plan) {

@@ -73,7 +73,6 @@ class Matmul {
   // sums / scales: also keep each block's quant sum / f32 scale (TileJob::a_sums, a_scales).
   Status quantize_activations(ThreadPool& pool, const TensorView& x, bool sums, bool scales, Plan& plan);
   Status reserve_block_data(bool sums, bool scales, Plan& plan);
-  static void describe_blocks(const Plan& plan, int64_t token);
   // Runs prepared plans whose activations are quantized: one untiled plan by rows, else
   // every plan's tiles in one job.
   Status execute(ThreadPool& pool, std::span<Plan> plans);
