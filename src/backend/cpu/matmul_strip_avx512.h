@@ -50,6 +50,15 @@ inline __m512i broadcast4(const void* p) {
   return _mm512_set1_epi32(v);
 }
 
+// sum + the products of w's unsigned bytes with the 4 signed bytes at p, in every lane:
+// vpdpbusd with its {1to16} memory operand. GCC 12 keeps the broadcast as an instruction
+// of its own (_mm512_dpbusd_epi32 with _mm512_set1_epi32 of a load), one per vpdpbusd
+// in the strip kernels; folded, the 16-token Q4_1 strips run 2-3% faster.
+inline __m512i dpbusd_broadcast(__m512i sum, __m512i w, const void* p) {
+  __asm__("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(sum) : "v"(w), "m"(*static_cast<const int32_t*>(p)));
+  return sum;
+}
+
 // The strip's 16 weight rows from `row`, for repacking: rows past n_rows repeat the last
 // real one, so that every load stays inside the tensor and needs no branch (their lanes
 // are computed, then never stored).

@@ -212,7 +212,7 @@ struct Format32 {
       #pragma GCC unroll 8
       for (int k = 0; k < 8; ++k) {
         const __m512i w = load512(s.qs[k]);
-        for (int j = 0; j < C; ++j) sum[j] = _mm512_dpbusd_epi32(sum[j], w, broadcast4(t.a[j][b].qs + 4 * k));
+        for (int j = 0; j < C; ++j) sum[j] = dpbusd_broadcast(sum[j], w, t.a[j][b].qs + 4 * k);
       }
       if constexpr (kHalfScales) {
         const __m512 d = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(s.d)));
@@ -272,8 +272,8 @@ struct Packed4 {
         const __m512i low = nibble_values<Values>(_mm512_and_si512(packed, low4));
         const __m512i high = nibble_values<Values>(_mm512_and_si512(_mm512_srli_epi16(packed, 4), low4));
         for (int j = 0; j < C; ++j) {
-          sum[j] = _mm512_dpbusd_epi32(sum[j], low, broadcast4(t.a[j][b].qs + 4 * k));
-          sum[j] = _mm512_dpbusd_epi32(sum[j], high, broadcast4(t.a[j][b].qs + 16 + 4 * k));
+          sum[j] = dpbusd_broadcast(sum[j], low, t.a[j][b].qs + 4 * k);
+          sum[j] = dpbusd_broadcast(sum[j], high, t.a[j][b].qs + 16 + 4 * k);
         }
       }
       const __m512 d = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(s.d)));
