@@ -31,6 +31,15 @@ struct alignas(64) Strip32x16 {
   float m[kStrip16Rows];  // minimums (Q4_1 / Q5_1), else unused
 };
 
+// 16 f16 scales of a strip (one per row, in the lanes' order): stored from the low 16 bits
+// of each 32-bit lane, loaded as f32.
+inline void store_halves16(uint16_t* halves, __m512i low_bits) {
+  _mm256_store_si256(reinterpret_cast<__m256i*>(halves), _mm512_cvtepi32_epi16(low_bits));
+}
+inline __m512 load_halves16(const uint16_t* halves) {
+  return _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(halves)));
+}
+
 // The Q8_0 kept copies (TileKernel::repack): the same values, the scales as f16 and no
 // minimums: 576 bytes per 16 x 32 values instead of 640. A small model's Q8_0 output
 // head is a third of the bytes a decoding step streams, and its matmul waits on them.
@@ -190,7 +199,7 @@ struct Format32 {
       static_assert(offsetof(Block, d) == 0 && sizeof(Block) >= 4);
       const __m512i head = _mm512_i32gather_epi32(offsets, &w[0][b], 1);
       if constexpr (kHalfScales) {
-        _mm256_store_si256(reinterpret_cast<__m256i*>(strip[b].d), _mm512_cvtepi32_epi16(head));
+        store_halves16(strip[b].d, head);
       } else {
         _mm512_store_ps(strip[b].d, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(head)));
       }
@@ -215,7 +224,7 @@ struct Format32 {
         for (int j = 0; j < C; ++j) sum[j] = dpbusd_broadcast(sum[j], w, t.a[j][b].qs + 4 * k);
       }
       if constexpr (kHalfScales) {
-        const __m512 d = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(s.d)));
+        const __m512 d = load_halves16(s.d);
         block_steps<C, kHasMin>(t, b, sum, d, d, acc);
       } else {
         block_steps<C, kHasMin>(t, b, sum, _mm512_load_ps(s.d), _mm512_load_ps(s.m), acc);
@@ -250,9 +259,9 @@ struct Packed4 {
       transpose_qs16(w, b, packed);
       for (int k = 0; k < 4; ++k) store512(strip[b].qs[k], packed[k]);
       const __m512i head = _mm512_i32gather_epi32(offsets, &w[0][b], 1);
-      _mm256_store_si256(reinterpret_cast<__m256i*>(strip[b].d), _mm512_cvtepi32_epi16(head));
+      store_halves16(strip[b].d, head);
       if constexpr (kHasMin) {
-        _mm256_store_si256(reinterpret_cast<__m256i*>(strip[b].m), _mm512_cvtepi32_epi16(_mm512_srli_epi32(head, 16)));
+        store_halves16(strip[b].m, _mm512_srli_epi32(head, 16));
       }
     });
   }
@@ -276,8 +285,8 @@ struct Packed4 {
           sum[j] = dpbusd_broadcast(sum[j], high, t.a[j][b].qs + 16 + 4 * k);
         }
       }
-      const __m512 d = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(s.d)));
-      const __m512 m = kHasMin ? _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(s.m))) : d;
+      const __m512 d = load_halves16(s.d);
+      const __m512 m = kHasMin ? load_halves16(s.m) : d;
       block_steps<C, kHasMin>(t, b, sum, d, m, acc);
     }
   }
