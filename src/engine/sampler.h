@@ -44,11 +44,11 @@ class Sampler {
  private:
   Sampler(const SamplingParams& params, int32_t n_vocab);
   CandidateList prepare_candidates(std::span<const float> logits);
-  double next_uniform();
+  double next_uniform();  // in [0, 1), from 32 random bits: the same on every platform
   // Temperature sampling with no bias, penalty or truncation: a draw from the softmax of
   // the logits as they are, weights by exp_sum (core/exp_sum.h) into weights_. nullopt
   // (nothing drawn) when no logit is finite or one is NaN.
-  std::optional<int32_t> draw_from_logits(std::span<const float> logits);  // in [0, 1), from 32 random bits: the same on every platform
+  std::optional<int32_t> draw_from_logits(std::span<const float> logits);
 
   SamplingParams params_;
   int32_t n_vocab_ = 0;

@@ -48,6 +48,14 @@ std::set<int32_t> drawn_tokens(SamplingParams params, const std::vector<float>& 
   return seen;
 }
 
+// How often each token comes out of `n` draws of a sampler with `params`.
+std::vector<int> draw_counts(const SamplingParams& params, const std::vector<float>& logits, int n) {
+  Sampler sampler = make_sampler(params, static_cast<int32_t>(logits.size()));
+  std::vector<int> counts(logits.size(), 0);
+  for (int i = 0; i < n; ++i) ++counts[static_cast<size_t>(sample_token(sampler, logits))];
+  return counts;
+}
+
 std::set<int32_t> tokens_of(const CandidateList& list) {
   std::set<int32_t> tokens;
   for (const Candidate& c : list.items) tokens.insert(c.token);
@@ -111,10 +119,8 @@ TEST(Sampler, TemperatureAloneDrawsFromTheSoftmaxOfAWideVocabulary) {
   SamplingParams params;
   params.temperature = temperature;
   params.seed = 21;
-  Sampler sampler = make_sampler(params, 5000);
-  std::vector<int> counts(5000, 0);
   const int n = 20000;
-  for (int i = 0; i < n; ++i) ++counts[static_cast<size_t>(sample_token(sampler, logits))];
+  const std::vector<int> counts = draw_counts(params, logits, n);
   double total = 0.0;
   for (float x : logits) total += std::exp(double(x) / temperature);
   int rest = n;
@@ -239,10 +245,8 @@ TEST(Sampler, DrawsFollowTheTemperedDistribution) {
     SamplingParams params;
     params.temperature = temperature;
     params.seed = 11;
-    Sampler sampler = make_sampler(params, 3);
-    std::vector<int> counts(3, 0);
     const int n = 20000;
-    for (int i = 0; i < n; ++i) ++counts[static_cast<size_t>(sample_token(sampler, logits))];
+    const std::vector<int> counts = draw_counts(params, logits, n);
     double expected[3], total = 0.0;
     for (int t = 0; t < 3; ++t)
       total += expected[t] = std::pow(std::exp(logits[t]), 1.0 / temperature);
