@@ -12,8 +12,9 @@
 
 namespace pagoda {
 
-// x, w: [n]. shift: at least every x (the maximum), so that each exponent is <= 0; scale
-// > 0 (1 / temperature). Returns the sum of w.
+// x, w: [n] (w may be x: each value is read before its weight is written). shift: at
+// least every x (the maximum), so that each exponent is <= 0; scale > 0 (1 /
+// temperature). Returns the sum of w.
 double exp_sum(const float* x, int64_t n, float shift, float scale, float* w);
 
 namespace avx2 {
@@ -21,7 +22,8 @@ double exp_sum(const float* x, int64_t n, float shift, float scale, float* w);
 }  // namespace avx2
 
 namespace scalar {
-// Value i's term and the fixed order the partial sums combine in, shared with the AVX2 form.
+// The partial sums (value i goes to sum i % kPartialSums) and the fixed order they
+// combine in, shared with the AVX2 form.
 inline constexpr int kPartialSums = 8;
 double combine_partial_sums(const double (&sums)[kPartialSums]);
 double exp_sum(const float* x, int64_t n, float shift, float scale, float* w);
