@@ -131,7 +131,7 @@ struct ScaleMinFormat16 {
   // The f32 steps of the AVX2 multiply: per super-block one FMA of the scaled sum and one
   // of the minimums' share into a second accumulator, subtracted at the end.
   template <int C>
-  static void multiply(const TileJob& job, const Strip* strip, int64_t col, __m512* acc) {
+  static void multiply(const TileJob& job, const Strip* strip, int64_t col, __m512* acc, const char* ahead) {
     const BlockQ8_K* a[C];
     __m512 acc_min[C];
     for (int j = 0; j < C; ++j) {
@@ -140,6 +140,7 @@ struct ScaleMinFormat16 {
     }
     for (int64_t b = 0; b < job.n_in / kQK_K; ++b) {
       const Strip& s = strip[b];
+      prefetch_strip_block<Strip>(ahead, b);
       __m512i sum[C];
       for (int j = 0; j < C; ++j) sum[j] = _mm512_setzero_si512();
       for (int sub = 0; sub < 8; ++sub) add_sub_block<C>(s, a, b, sub, sum);

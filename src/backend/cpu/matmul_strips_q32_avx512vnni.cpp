@@ -211,11 +211,12 @@ struct Format32 {
   }
 
   template <int C>
-  static void multiply(const TileJob& job, const Strip* strip, int64_t col, __m512* acc) {
+  static void multiply(const TileJob& job, const Strip* strip, int64_t col, __m512* acc, const char* ahead) {
     const Tokens<C, ActivationBlock> t(job, col);
     for (int j = 0; j < C; ++j) acc[j] = _mm512_setzero_ps();
     for (int64_t b = 0; b < job.n_in / quant::kQK; ++b) {
       const Strip& s = strip[b];
+      prefetch_strip_block<Strip>(ahead, b);
       __m512i sum[C];
       start_sums<C, kOffset>(t, b, sum);
       #pragma GCC unroll 8
@@ -267,12 +268,13 @@ struct Packed4 {
   }
 
   template <int C>
-  static void multiply(const TileJob& job, const Strip* strip, int64_t col, __m512* acc) {
+  static void multiply(const TileJob& job, const Strip* strip, int64_t col, __m512* acc, const char* ahead) {
     const Tokens<C, ActivationBlock> t(job, col);
     for (int j = 0; j < C; ++j) acc[j] = _mm512_setzero_ps();
     const __m512i low4 = _mm512_set1_epi8(0x0f);
     for (int64_t b = 0; b < job.n_in / quant::kQK; ++b) {
       const Strip& s = strip[b];
+      prefetch_strip_block<Strip>(ahead, b);
       __m512i sum[C];
       start_sums<C, kOffset>(t, b, sum);
       #pragma GCC unroll 4
