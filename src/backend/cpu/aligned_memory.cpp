@@ -1,5 +1,7 @@
 #include "backend/cpu/aligned_memory.h"
 
+#include <sys/mman.h>
+
 #include <cstdlib>
 #include <string>
 
@@ -9,6 +11,14 @@ void AlignedFree::operator()(void* p) const noexcept { std::free(p); }
 
 AlignedPtr allocate_aligned(size_t bytes) {
   if (bytes == 0) bytes = 1;
+  if (bytes >= kHugePageMinBytes && bytes <= SIZE_MAX - kHugePageBytes) {
+    const size_t rounded = (bytes + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
+    void* p = std::aligned_alloc(kHugePageBytes, rounded);
+    // Advice only: where the kernel has no transparent huge pages (or keeps them off),
+    // the memory is the same, in small pages.
+    if (p != nullptr) madvise(p, rounded, MADV_HUGEPAGE);
+    return AlignedPtr(static_cast<std::byte*>(p));
+  }
   if (bytes > SIZE_MAX - kAlignment) return nullptr;
   const size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
   return AlignedPtr(static_cast<std::byte*>(std::aligned_alloc(kAlignment, rounded)));

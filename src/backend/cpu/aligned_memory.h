@@ -12,12 +12,22 @@ namespace pagoda::backend::cpu {
 
 inline constexpr size_t kAlignment = 64;
 
+// Allocations of at least kHugePageMinBytes (the weights kept repacked, the KV cache, a
+// long prompt's scratch) are aligned to 2 MiB and asked to be backed by transparent huge
+// pages (madvise, which Debian's kernels honour by default): the kernels stream them, and
+// the attention reads the KV blocks of every sequence scattered over the cache, through
+// far fewer TLB entries. SmolLM2 Q4_1, 16 sequences decoding, alternating: step 12.4 ->
+// 12.1 ms, prompt processing 3% faster. Their size is rounded up to 2 MiB.
+inline constexpr size_t kHugePageBytes = size_t{2} << 20;
+inline constexpr size_t kHugePageMinBytes = 2 * kHugePageBytes;
+
 struct AlignedFree {
   void operator()(void* p) const noexcept;
 };
 using AlignedPtr = std::unique_ptr<std::byte, AlignedFree>;
 
-// `bytes` rounded up to the alignment; nullptr when the allocation fails.
+// `bytes` rounded up to the alignment (2 MiB from kHugePageMinBytes on); nullptr when the
+// allocation fails.
 AlignedPtr allocate_aligned(size_t bytes);
 
 // A Buffer the backend hands out from allocate().
