@@ -124,7 +124,16 @@ bool use_tiles(const AttentionContext& c, const SequenceAttention& s) {
 Status Attention::run(ThreadPool& pool, const TensorView& q, const TensorView& k, const TensorView& v,
                       KvStorage& kv, int32_t layer, const AttentionBatch& batch, float scale,
                       const TensorView& out) {
+  if (lookahead_ != nullptr) lookahead_->clear();
   PAGODA_TRY(check_inputs(q, k, v, kv.shape(), layer, batch, out));
+  PAGODA_TRY(attend(pool, q, k, v, kv, layer, batch, scale, out));
+  if (lookahead_ != nullptr) lookahead_->plan(kv, layer + 1, batch, pool.size());
+  return {};
+}
+
+Status Attention::attend(ThreadPool& pool, const TensorView& q, const TensorView& k, const TensorView& v,
+                         KvStorage& kv, int32_t layer, const AttentionBatch& batch, float scale,
+                         const TensorView& out) {
   const AttentionContext c = make_context(q, kv, layer, scale, out, isa_);
   if (c.k_dot == nullptr || c.k_dot->activation != c.cache_type) {
     return internal_error("attention: no dot kernel for the cache type");

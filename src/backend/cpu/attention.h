@@ -25,6 +25,7 @@
 #include "backend/cpu/aligned_memory.h"
 #include "backend/cpu/attention_chunked.h"
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/kv_lookahead.h"
 #include "core/status.h"
 #include "core/thread_pool.h"
 #include "quant/dot.h"
@@ -37,6 +38,10 @@ class Attention {
  public:
   Attention(quant::Isa isa, CpuNumerics numerics)
       : isa_(isa), numerics_(numerics), chunked_(isa) {}
+
+  // After each call, plans the next layer's K and V of the batch here (kv_lookahead.h);
+  // nullptr (the default): nothing.
+  void set_lookahead(KvLookahead* lookahead) { lookahead_ = lookahead; }
 
   Status run(ThreadPool& pool, const TensorView& q, const TensorView& k, const TensorView& v,
              KvStorage& kv, int32_t layer, const AttentionBatch& batch, float scale,
@@ -54,6 +59,9 @@ class Attention {
     int32_t sequence, head, q_begin, q_end;
     bool tiled;
   };
+  // run, its inputs checked.
+  Status attend(ThreadPool& pool, const TensorView& q, const TensorView& k, const TensorView& v, KvStorage& kv,
+                int32_t layer, const AttentionBatch& batch, float scale, const TensorView& out);
   Status reserve_scratch(ThreadPool& pool, const AttentionContext& c, const AttentionBatch& batch);
   void run_queries(ThreadPool& pool, const AttentionContext& c, std::span<const SequenceAttention> seqs);
   Status run_split(ThreadPool& pool, const AttentionContext& c, const SequenceAttention& s);
@@ -65,6 +73,7 @@ class Attention {
   std::vector<Work> work_;          // rebuilt per call; capacity grows rarely
   std::vector<Scratch> thread_scratch_;  // per thread, sized for the largest head seen
   Scratch partials_;                // split schedule: [chunk][head][2 + head_dim]
+  KvLookahead* lookahead_ = nullptr;
 };
 
 }  // namespace pagoda::backend::cpu

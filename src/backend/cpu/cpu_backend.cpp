@@ -39,7 +39,10 @@ class CpuBackend final : public Backend {
         pool_(options.n_threads > 0 ? options.n_threads : physical_core_count()),
         matmul_(isa_, options.numerics, repacked_budget(options)),
         attention_(isa_, options.numerics),
-        rope_(isa_) {}
+        rope_(isa_) {
+    matmul_.set_lookahead(&lookahead_);
+    attention_.set_lookahead(&lookahead_);
+  }
 
   std::string name() const override {
     return "cpu (" + std::string(quant::isa_name(isa_)) + ", " + std::to_string(pool_.size()) +
@@ -76,7 +79,9 @@ class CpuBackend final : public Backend {
   void copy_kv_blocks(KvStorage& kv, std::span<const KvBlockCopy> copies) override {
     note(cpu::copy_kv_blocks(pool_, kv, copies));
   }
-  void synchronize() override {}  // every op has finished when it returns
+  // Every op has finished when it returns. The forward pass is over: the next one plans
+  // its own lookahead.
+  void synchronize() override { lookahead_.clear(); }
   Status take_error() override { return std::exchange(error_, Status{}); }
 
   void get_rows(const TensorView& table, std::span<const int32_t> ids, const TensorView& out) override {
@@ -120,6 +125,7 @@ class CpuBackend final : public Backend {
 
   quant::Isa isa_;
   ThreadPool pool_;
+  cpu::KvLookahead lookahead_;  // written by each attention, read by the matmuls after it
   cpu::Matmul matmul_;
   cpu::Attention attention_;
   cpu::Rope rope_;

@@ -304,6 +304,7 @@ void Matmul::run_tiled(ThreadPool& pool, std::span<const Plan> plans) {
     }
     job.cols_per_pass = plan.cols_per_pass;
     if (plan.strips != nullptr) job.strips = plan.strips + static_cast<size_t>(r0 / plan.tile->strip_rows) * plan.strip_bytes;
+    if (lookahead_ != nullptr) job.lookahead = lookahead_->cursor(thread);
     plan.tile->run(job);
   });
 }

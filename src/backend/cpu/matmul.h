@@ -32,6 +32,7 @@
 
 #include "backend/cpu/aligned_memory.h"
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/kv_lookahead.h"
 #include "backend/cpu/matmul_repacked.h"
 #include "backend/cpu/matmul_tiles.h"
 #include "backend/tensor.h"
@@ -52,6 +53,9 @@ class Matmul {
   // [data, data + bytes) holds model weights, unchanged while this Matmul lives: batched
   // matmuls may keep them repacked.
   void add_weight(const void* data, size_t bytes) { repacked_.add_weight(data, bytes); }
+  // The kernels of few tokens ask for the lines of this plan (kv_lookahead.h) as they
+  // multiply kept copies; nullptr (the default): none.
+  void set_lookahead(KvLookahead* lookahead) { lookahead_ = lookahead; }
   size_t repacked_bytes() const { return repacked_.bytes_used(); }
 
   // w: [n_out][n_in] of a weight type; x: [n][n_in] f32; y: [n][n_out] f32 (rows of x and y
@@ -89,6 +93,7 @@ class Matmul {
   Scratch block_scales_;  // [n][n_in / 32 or 2 * n_in / 32] f32, for tile kernels that want them
   std::vector<Scratch> tile_scratch_;  // per thread: the repacked rows of a panel
   RepackedWeights repacked_;
+  KvLookahead* lookahead_ = nullptr;
 };
 
 }  // namespace pagoda::backend::cpu

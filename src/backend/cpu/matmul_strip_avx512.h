@@ -244,10 +244,12 @@ void multiply_strips16(const TileJob& job, const typename Format::Strip* strips,
   }
 }
 
-// Format::multiply's prefetch: block b's bytes of the strip at `ahead` (nullptr: none).
+// Format::multiply's prefetch: block b's bytes of the strip at `ahead` (nullptr: none),
+// and with them the next lines of the KV lookahead (the bus has room for both).
 template <class Strip>
-inline void prefetch_strip_block(const char* ahead, int64_t b) {
+inline void prefetch_strip_block(const TileJob& job, const char* ahead, int64_t b) {
   if (ahead == nullptr) return;
+  fetch_lookahead(job.lookahead);
   const char* p = ahead + static_cast<size_t>(b) * sizeof(Strip);
   for (size_t at = 0; at < sizeof(Strip); at += 64) _mm_prefetch(p + at, _MM_HINT_T1);
 }

@@ -140,7 +140,7 @@ struct ScaleMinFormat16 {
     }
     for (int64_t b = 0; b < job.n_in / kQK_K; ++b) {
       const Strip& s = strip[b];
-      prefetch_strip_block<Strip>(ahead, b);
+      prefetch_strip_block<Strip>(job, ahead, b);
       __m512i sum[C];
       for (int j = 0; j < C; ++j) sum[j] = _mm512_setzero_si512();
       for (int sub = 0; sub < 8; ++sub) add_sub_block<C>(s, a, b, sub, sum);

@@ -216,7 +216,7 @@ struct Format32 {
     for (int j = 0; j < C; ++j) acc[j] = _mm512_setzero_ps();
     for (int64_t b = 0; b < job.n_in / quant::kQK; ++b) {
       const Strip& s = strip[b];
-      prefetch_strip_block<Strip>(ahead, b);
+      prefetch_strip_block<Strip>(job, ahead, b);
       __m512i sum[C];
       start_sums<C, kOffset>(t, b, sum);
       #pragma GCC unroll 8
@@ -274,7 +274,7 @@ struct Packed4 {
     const __m512i low4 = _mm512_set1_epi8(0x0f);
     for (int64_t b = 0; b < job.n_in / quant::kQK; ++b) {
       const Strip& s = strip[b];
-      prefetch_strip_block<Strip>(ahead, b);
+      prefetch_strip_block<Strip>(job, ahead, b);
       __m512i sum[C];
       start_sums<C, kOffset>(t, b, sum);
       #pragma GCC unroll 4

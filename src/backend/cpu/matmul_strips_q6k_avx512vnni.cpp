@@ -116,7 +116,7 @@ struct Q6_KFormat16 {
     }
     for (int64_t b = 0; b < job.n_in / kQK_K; ++b) {
       const Strip& s = strip[b];
-      prefetch_strip_block<Strip>(ahead, b);
+      prefetch_strip_block<Strip>(job, ahead, b);
       __m512i sum[C];
       for (int j = 0; j < C; ++j) sum[j] = _mm512_setzero_si512();
       for (int g = 0; g < 16; ++g) add_group<C>(s, a, b, g, sum);

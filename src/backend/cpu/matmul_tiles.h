@@ -17,6 +17,7 @@
 #include <cstdint>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/kv_lookahead.h"
 #include "core/dtype.h"
 #include "quant/dot.h"
 
@@ -46,6 +47,9 @@ struct TileJob {
   // keeps, see matmul_repacked.h), strip after strip as repack lays them out; nullptr:
   // the kernel repacks them into scratch.
   const std::byte* strips = nullptr;
+  // This thread's share of the KV lines the next attention reads (kv_lookahead.h), which
+  // kernels multiplying kept copies for few tokens ask for as they go; nullptr: none.
+  LookaheadCursor* lookahead = nullptr;
 };
 
 // Tiles of fewer tokens than this run a strip kernel's single-token path: the rows as
