@@ -65,6 +65,10 @@ class Backend {
   // as it is (weights stay in the mmap); a GPU copies it to device memory.
   virtual Expected<TensorView> upload_weight(const TensorView& host) = 0;
   virtual void copy_to_host(const TensorView& src, void* dst) = 0;   // contiguous src
+  // Whether ops may read and write views of host memory directly (the CPU's ops: the
+  // host's memory is theirs), so that a caller can have results written where it wants
+  // them instead of copying them there.
+  virtual bool host_addressable() const { return false; }
   virtual void copy_from_host(const void* src, const TensorView& dst) = 0;
   // Performs the copies in order (a later copy may read what an earlier one wrote). A
   // block id outside the storage is an error (reported by take_error()); src == dst

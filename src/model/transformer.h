@@ -123,7 +123,10 @@ class TransformerModel : public Model {
   BatchLimits limits_;
   backend::RopeParams rope_params_;
   Activation logit_input_;  // [max_logit_rows][n_embd]
-  Activation logits_;       // [max_logit_rows][n_vocab]
+  Activation logits_;       // [max_logit_rows][n_vocab]; none on a host-addressable backend
+  // During forward() on a host-addressable backend: the caller's logits, which
+  // project_logits() writes ([n_logit_rows][n_vocab] f32); else nullptr.
+  float* host_logits_ = nullptr;
 };
 
 }  // namespace pagoda::model

@@ -81,6 +81,7 @@ class CpuBackend final : public Backend {
   }
   // Every op has finished when it returns. The forward pass is over: the next one plans
   // its own lookahead.
+  bool host_addressable() const override { return true; }
   void synchronize() override { lookahead_.clear(); }
   Status take_error() override { return std::exchange(error_, Status{}); }
 
