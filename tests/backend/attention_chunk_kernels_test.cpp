@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -22,7 +23,8 @@
 namespace pagoda::backend::cpu {
 namespace {
 
-constexpr int32_t kRows = 7, kPositions = 37;
+// 11 rows: whole tiles and a narrower last one, for the 3-row and the 6-row kernels.
+constexpr int32_t kRows = 11, kPositions = 37;
 
 bool same_bits(const float* a, const float* b, size_t n) {
   return std::memcmp(a, b, n * sizeof(float)) == 0;
@@ -56,9 +58,13 @@ struct Case {
   int32_t head_dim;
 };
 
+// Every distinct kernel set this CPU runs, the portable one first.
 std::vector<const ChunkKernels*> kernel_sets() {
-  std::vector<const ChunkKernels*> sets = {&chunk_kernels(quant::Isa::kScalar)};
-  if (quant::best_isa() != quant::Isa::kScalar) sets.push_back(&chunk_kernels(quant::best_isa()));
+  std::vector<const ChunkKernels*> sets;
+  for (const quant::Isa isa : quant::available_isas()) {
+    const ChunkKernels* k = &chunk_kernels(isa);
+    if (std::find(sets.begin(), sets.end(), k) == sets.end()) sets.push_back(k);
+  }
   return sets;
 }
 

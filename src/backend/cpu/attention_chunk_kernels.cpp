@@ -120,7 +120,16 @@ constexpr ChunkKernels kScalarChunkKernels = {scores, softmax,    accumulate_val
 }  // namespace
 
 const ChunkKernels& chunk_kernels(quant::Isa isa) {
-  return isa == quant::Isa::kScalar ? kScalarChunkKernels : avx2::kChunkKernels;
+  switch (isa) {
+    case quant::Isa::kScalar:
+      return kScalarChunkKernels;
+    case quant::Isa::kAvx2:
+      return avx2::kChunkKernels;
+    case quant::Isa::kAvx512:
+    case quant::Isa::kAvx512Vnni:
+      return avx512::kChunkKernels;
+  }
+  return kScalarChunkKernels;
 }
 
 }  // namespace pagoda::backend::cpu

@@ -16,8 +16,8 @@
 //  - the weighted values: per dimension, one FMA chain over the positions in ascending
 //    order, starting from 0;
 //  - chunks merged in position order by merge().
-// The scalar and the AVX2 kernels perform exactly these operations, so their results are
-// bit-identical too.
+// The scalar and the vector kernels perform exactly these operations, so their results
+// are bit-identical too.
 
 #include <bit>
 #include <cmath>
@@ -66,10 +66,14 @@ struct ChunkKernels {
   void (*dequantize_q8_0)(const void* row, float* out, int32_t n);
 };
 
-// The kernels for `isa` (AVX2 and above share one set).
+// The kernels for `isa`: the portable ones, the AVX2 vector kernels, or the same vector
+// kernels in wider tiles for AVX-512 (and AVX-512 VNNI). All give the same bits.
 const ChunkKernels& chunk_kernels(quant::Isa isa);
 
 namespace avx2 {
+extern const ChunkKernels kChunkKernels;
+}
+namespace avx512 {
 extern const ChunkKernels kChunkKernels;
 }
 
