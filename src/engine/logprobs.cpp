@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/exp_sum.h"
+
 namespace pagoda::engine {
 namespace {
 
@@ -13,11 +15,13 @@ bool more_likely(const TokenLogprob& a, const TokenLogprob& b) {
 
 }  // namespace
 
-LogSoftmax::LogSoftmax(std::span<const float> logits) : logits_(logits) {
+LogSoftmax::LogSoftmax(std::span<const float> logits, std::span<float> scratch) : logits_(logits) {
   max_ = -INFINITY;
   for (float x : logits) max_ = std::max(max_, x);
-  double sum = 0.0;
-  for (float x : logits) sum += std::exp(static_cast<double>(x) - max_);
+  // No finite logit (which the sampler refuses before asking): no weights, a sum of 0.
+  const double sum = max_ > -INFINITY && scratch.size() >= logits.size()
+                         ? exp_sum(logits.data(), static_cast<int64_t>(logits.size()), max_, 1.0f, scratch.data())
+                         : 0.0;
   log_denominator_ = std::log(sum);
 }
 

@@ -1,6 +1,9 @@
 #pragma once
 // Log-probabilities of the raw logits: log_softmax(logits)[t] = logits[t] - max -
-// log(sum_j exp(logits[j] - max)), the normalizer computed once per step.
+// log(sum_j exp(logits[j] - max)), the normalizer computed once per step: the exps by
+// exp_sum (core/exp_sum.h: f32, about 1 ulp each, summed in double, the same bits on
+// every CPU), which puts the log of the sum within ~1e-7 of the exact one. The C
+// library's exp in double over a 49152-token vocabulary had cost 0.3 ms per token.
 
 #include <cstdint>
 #include <span>
@@ -14,8 +17,8 @@ struct TokenLogprob {
 
 class LogSoftmax {
  public:
-  // logits: [n_vocab] raw model output.
-  explicit LogSoftmax(std::span<const float> logits);
+  // logits: [n_vocab] raw model output; scratch: at least n_vocab floats, overwritten.
+  LogSoftmax(std::span<const float> logits, std::span<float> scratch);
   float operator()(int32_t token) const;
 
   // Writes the out.size() most likely tokens to `out`, most likely first (ties: lower

@@ -87,7 +87,7 @@ Expected<SampledToken> Sampler::sample(std::span<const float> logits) {
     }
   }
   if (params_.logprobs || !top_.empty()) {
-    const LogSoftmax log_softmax(logits);
+    const LogSoftmax log_softmax(logits, weights_);
     result.logprob = log_softmax(result.token);
     log_softmax.top(top_);
     result.top = top_;

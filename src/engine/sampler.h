@@ -55,7 +55,7 @@ class Sampler {
   Penalties penalties_;
   std::mt19937 rng_;
   std::vector<Candidate> candidates_;  // [n_vocab] scratch
-  std::vector<float> weights_;         // [n_vocab] scratch: unnormalized softmax of the logits
+  std::vector<float> weights_;         // [n_vocab] scratch: unnormalized softmax of the logits (draws, log-probabilities)
   std::vector<TokenLogprob> top_;      // [top_logprobs] scratch
 };
 
