@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -69,6 +70,13 @@ class Backend {
   // host's memory is theirs), so that a caller can have results written where it wants
   // them instead of copying them there.
   virtual bool host_addressable() const { return false; }
+  // Runs task(i) for every i in [0, n) on the host threads the backend computes with (the
+  // CPU's thread pool), between ops, returning when all are done: host work of a step
+  // (sampling each request) that would otherwise leave them idle. The tasks must be
+  // independent of each other; any order, any thread. Others: in order, on the caller.
+  virtual void run_host_tasks(int64_t n, const std::function<void(int64_t)>& task) {
+    for (int64_t i = 0; i < n; ++i) task(i);
+  }
   virtual void copy_from_host(const void* src, const TensorView& dst) = 0;
   // Performs the copies in order (a later copy may read what an earlier one wrote). A
   // block id outside the storage is an error (reported by take_error()); src == dst

@@ -51,13 +51,14 @@ Expected<std::unique_ptr<EngineCore>> EngineCore::create(model::Model& model,
   PAGODA_ASSIGN_OR_RETURN(ModelRunner runner,
                           ModelRunner::create(model, backend, *storage, limits));
   return std::unique_ptr<EngineCore>(
-      new EngineCore(model, tokenizer, std::move(resolved), std::move(storage), std::move(runner)));
+      new EngineCore(model, backend, tokenizer, std::move(resolved), std::move(storage), std::move(runner)));
 }
 
-EngineCore::EngineCore(model::Model& model, const tokenizer::Tokenizer& tokenizer,
+EngineCore::EngineCore(model::Model& model, backend::Backend& backend, const tokenizer::Tokenizer& tokenizer,
                        EngineConfig config, std::unique_ptr<backend::KvStorage> kv_storage,
                        ModelRunner runner)
     : model_(&model),
+      backend_(&backend),
       tokenizer_(&tokenizer),
       config_(std::move(config)),
       kv_storage_(std::move(kv_storage)),
@@ -67,6 +68,7 @@ EngineCore::EngineCore(model::Model& model, const tokenizer::Tokenizer& tokenize
   const auto max_running = static_cast<size_t>(config_.scheduler.max_running);
   sequences_.reserve(max_running);
   sampled_.reserve(max_running);
+  samplings_.reserve(max_running);
   finished_.reserve(max_running);
 }
 

@@ -110,8 +110,8 @@ class EngineCore {
   const backend::KvCacheShape& kv_shape() const { return kv_storage_->shape(); }
 
  private:
-  EngineCore(model::Model& model, const tokenizer::Tokenizer& tokenizer, EngineConfig config,
-             std::unique_ptr<backend::KvStorage> kv_storage, ModelRunner runner);
+  EngineCore(model::Model& model, backend::Backend& backend, const tokenizer::Tokenizer& tokenizer,
+             EngineConfig config, std::unique_ptr<backend::KvStorage> kv_storage, ModelRunner runner);
   Status check_request(const EngineRequest& request) const;
   // The runner's view of each scheduled request, in batch order.
   void gather_sequences(const SchedulerOutput& plan);
@@ -124,6 +124,7 @@ class EngineCore {
   Delivery delivery(const Request& request, RequestOutput output) const;
 
   model::Model* model_;
+  backend::Backend* backend_;  // its host threads sample a step's requests
   const tokenizer::Tokenizer* tokenizer_;
   EngineConfig config_;
   std::unique_ptr<backend::KvStorage> kv_storage_;
@@ -135,6 +136,14 @@ class EngineCore {
 
   // Per-step scratch, capacity kept between steps.
   std::vector<RunnerSequence> sequences_;    // [scheduled]
+  // One request of the step that samples: its logits, and how its sampling went.
+  struct Sampling {
+    const Request* request;
+    RequestProcessor* processor;
+    std::span<const float> logits;
+    Status status;
+  };
+  std::vector<Sampling> samplings_;          // [sampling requests]
   std::vector<SampledTokenUpdate> sampled_;  // [sampling requests]
   std::vector<RequestId> finished_;          // requests the step ended
   int64_t n_steps_ = 0;

@@ -66,6 +66,7 @@ void EngineCore::process_logits(const SchedulerOutput& plan, const StepLogits& l
                                 std::vector<Delivery>& out) {
   sampled_.clear();
   finished_.clear();
+  samplings_.clear();
   int32_t row = 0;
   for (const ScheduledRequest& scheduled : plan.scheduled) {
     if (!scheduled.samples) continue;
@@ -73,17 +74,27 @@ void EngineCore::process_logits(const SchedulerOutput& plan, const StepLogits& l
     const Request* request = scheduler_.find(scheduled.id);
     const auto processor = processors_.find(scheduled.id);
     if (request == nullptr || processor == processors_.end()) continue;
+    samplings_.push_back({request, &processor->second, request_logits, {}});
+  }
+  // Each request's sampler on the backend's threads (16 requests drawing with a
+  // temperature from 49152 logits: 0.9 ms a step on one thread), the rest in order.
+  backend_->run_host_tasks(static_cast<int64_t>(samplings_.size()), [this](int64_t i) {
+    Sampling& s = samplings_[static_cast<size_t>(i)];
+    s.status = s.processor->sample(s.logits);
+  });
+  for (Sampling& s : samplings_) {
+    const RequestId id = s.request->id;
     // With this token the request holds num_tokens() + 1 tokens.
-    const bool context_full = request->num_tokens() + 1 >= config_.scheduler.max_model_len;
-    Expected<RequestOutput> output = processor->second.process(request_logits, context_full);
+    const bool context_full = s.request->num_tokens() + 1 >= config_.scheduler.max_model_len;
+    Expected<RequestOutput> output = s.status.ok() ? s.processor->emit(context_full) : Expected<RequestOutput>(s.status);
     if (!output.ok()) {
-      out.push_back(delivery(*request, processor->second.abort(output.status().message())));
-      finished_.push_back(scheduled.id);
+      out.push_back(delivery(*s.request, s.processor->abort(output.status().message())));
+      finished_.push_back(id);
       continue;
     }
-    sampled_.push_back(SampledTokenUpdate{scheduled.id, output->new_tokens.front()});
-    if (output->finish != FinishReason::kNone) finished_.push_back(scheduled.id);
-    out.push_back(delivery(*request, std::move(output).value()));
+    sampled_.push_back(SampledTokenUpdate{id, output->new_tokens.front()});
+    if (output->finish != FinishReason::kNone) finished_.push_back(id);
+    out.push_back(delivery(*s.request, std::move(output).value()));
   }
 }
 

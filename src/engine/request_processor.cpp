@@ -54,8 +54,22 @@ RequestOutput RequestProcessor::new_output() {
 
 Expected<RequestOutput> RequestProcessor::process(std::span<const float> logits,
                                                   bool context_full) {
-  PAGODA_ASSIGN_OR_RETURN(const SampledToken sampled, sampler_.sample(logits));
+  PAGODA_TRY(sample(logits));
+  return emit(context_full);
+}
+
+Status RequestProcessor::sample(std::span<const float> logits) {
+  sampled_.reset();
+  PAGODA_ASSIGN_OR_RETURN(SampledToken sampled, sampler_.sample(logits));
   sampler_.accept(sampled.token);
+  sampled_ = sampled;
+  return {};
+}
+
+Expected<RequestOutput> RequestProcessor::emit(bool context_full) {
+  if (!sampled_) return internal_error("request processor: no sampled token to emit");
+  const SampledToken sampled = *sampled_;
+  sampled_.reset();
   RequestOutput output = new_output();
   output.new_tokens.push_back(sampled.token);
   if (sampler_.params().logprobs || sampler_.params().top_logprobs > 0) {

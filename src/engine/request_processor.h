@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -38,6 +39,12 @@ class RequestProcessor {
   // tokens with this one, so it is the last (finish "length" unless a stop came first).
   // Fails when the sampler does (no finite logit); the request is then to be failed.
   Expected<RequestOutput> process(std::span<const float> logits, bool context_full);
+  // process() in two halves, so that the samplers of a step's requests can run on
+  // several threads at once (each touches only its own request) and the rest in order:
+  // sample() draws the next token and keeps it; emit() passes it on as process() does.
+  // emit() after a sample() that failed, or twice, is an error.
+  Status sample(std::span<const float> logits);
+  Expected<RequestOutput> emit(bool context_full);
 
   // The last output of a request ended from outside (an abort, an engine error): text
   // still held back, finish kAbort, and `error` when the engine failed it.
@@ -64,6 +71,7 @@ class RequestProcessor {
   std::chrono::steady_clock::time_point created_ = std::chrono::steady_clock::now();
   double queued_seconds_ = -1.0;  // set by mark_scheduled
   bool sent_first_output_ = false;
+  std::optional<SampledToken> sampled_;  // sample()'s token, until emit() takes it
 };
 
 }  // namespace pagoda::engine

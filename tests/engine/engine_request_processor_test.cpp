@@ -158,5 +158,34 @@ TEST_F(RequestProcessorTest, ASamplerFailureIsAnError) {
   EXPECT_FALSE(p.process(pointing_at(5), false).ok());
 }
 
+TEST_F(RequestProcessorTest, SampleThenEmitIsProcessInTwoHalves) {
+  RequestProcessor halves = make(stop_after(2)), whole = make(stop_after(2));
+  // emit() with nothing sampled is refused and changes nothing.
+  const Expected<RequestOutput> early = halves.emit(false);
+  ASSERT_FALSE(early.ok());
+  EXPECT_EQ(early.status().message(), "request processor: no sampled token to emit");
+  for (int i = 1; i <= 2; ++i) {
+    ASSERT_TRUE(halves.sample(pointing_at(story_[i])).ok());
+    const Expected<RequestOutput> a = halves.emit(false);
+    const RequestOutput b = step(whole, story_[i]);
+    ASSERT_TRUE(a.ok()) << a.status().message();
+    EXPECT_EQ(a->new_tokens, b.new_tokens);
+    EXPECT_EQ(a->text, b.text);
+    EXPECT_EQ(a->finish, b.finish);
+    EXPECT_EQ(a->n_generated_tokens, b.n_generated_tokens);
+    EXPECT_FALSE(halves.emit(false).ok()) << "a token emitted twice";
+  }
+  EXPECT_EQ(halves.n_generated(), 2);
+}
+
+TEST_F(RequestProcessorTest, AFailedSampleLeavesNothingToEmit) {
+  RequestProcessor p = make(stop_after(4));
+  ASSERT_TRUE(p.sample(pointing_at(story_[1])).ok());
+  const std::vector<float> no_finite(static_cast<size_t>(m_.tokenizer->n_vocab()), -INFINITY);
+  EXPECT_FALSE(p.sample(no_finite).ok());  // the earlier, unemitted token is dropped too
+  EXPECT_FALSE(p.emit(false).ok());
+  EXPECT_EQ(p.n_generated(), 0);
+}
+
 }  // namespace
 }  // namespace pagoda::engine

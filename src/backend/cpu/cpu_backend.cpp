@@ -82,6 +82,9 @@ class CpuBackend final : public Backend {
   // Every op has finished when it returns. The forward pass is over: the next one plans
   // its own lookahead.
   bool host_addressable() const override { return true; }
+  void run_host_tasks(int64_t n, const std::function<void(int64_t)>& task) override {
+    pool_.parallel_for(n, [&](int64_t i, int) { task(i); });
+  }
   void synchronize() override { lookahead_.clear(); }
   Status take_error() override { return std::exchange(error_, Status{}); }
 
