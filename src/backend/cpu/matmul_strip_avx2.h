@@ -165,10 +165,10 @@ void strip_half_pairs(const Block* const* w, int64_t b, size_t offset, __m256& f
 // 17 KiB strip: one strip ahead streams 14 GB/s from DRAM on one Zen 4 core, two 16,
 // while 14336-value rows keep their 20-24 with the next strip).
 constexpr size_t kStripPrefetchBytes = 32 * 1024;
-// The bytes from a strip of `strip_bytes` to the first strip at least kStripPrefetchBytes
-// on (shared with the AVX-512 strips' repacking).
-inline uintptr_t whole_strips_ahead(size_t strip_bytes) {
-  return (kStripPrefetchBytes + strip_bytes - 1) / strip_bytes * strip_bytes;
+// The bytes from a strip of `strip_bytes` to the first strip at least `at_least` on
+// (shared with the AVX-512 strips' repacking and kept copies).
+inline uintptr_t whole_strips_ahead(size_t strip_bytes, size_t at_least = kStripPrefetchBytes) {
+  return (at_least + strip_bytes - 1) / strip_bytes * strip_bytes;
 }
 inline uintptr_t strip_prefetch_distance(const TileJob& job) { return whole_strips_ahead(kStripRows * job.w_stride); }
 // A prefetch never faults, so the address (an integer: it may lie past the tensor) needs

@@ -272,7 +272,7 @@ void run_strips16(const TileJob& job, void (*single_tokens)(const TileJob&)) {
   if (job.strips != nullptr) {
     const size_t strip_bytes = static_cast<size_t>(Kept::strip_length(job.n_in)) * sizeof(typename Kept::Strip);
     const uintptr_t distance =
-        job.n_cols <= kFarPrefetchTokens ? (kKeptPrefetchBytes + strip_bytes - 1) / strip_bytes * strip_bytes : 0;
+        job.n_cols <= kFarPrefetchTokens ? avx2::whole_strips_ahead(strip_bytes, kKeptPrefetchBytes) : 0;
     multiply_strips16<Kept>(job, reinterpret_cast<const typename Kept::Strip*>(job.strips), distance);
     return;
   }
