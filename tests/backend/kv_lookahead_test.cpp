@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <set>
+#include <span>
 #include <vector>
 
 #include "backend/cpu/kv_storage_cpu.h"
@@ -42,6 +43,16 @@ std::set<uintptr_t> lines_of(KvStorage& kv, int32_t layer, const std::vector<int
   return lines;
 }
 
+// A batch of one decoding sequence of n_context tokens in the blocks of `table`.
+struct OneSequence {
+  OneSequence(std::span<const int32_t> table, int32_t n_context)
+      : seq{.query_start = 0, .n_query = 1, .n_context = n_context, .block_table = table},
+        batch{.sequences = {&seq, 1}, .slot_mapping = {}, .block_size = 16} {}
+  OneSequence(const OneSequence&) = delete;  // batch points at seq
+  SequenceAttention seq;
+  AttentionBatch batch;
+};
+
 TEST(KvLookahead, PlansTheNextLayersBlocksInUseSharedOutOverTheThreads) {
   auto kv = storage();
   // A: 20 tokens in blocks 5, 2; B: 16 tokens in block 7 (its table's block 3 is not
@@ -71,10 +82,9 @@ TEST(KvLookahead, PlansTheNextLayersBlocksInUseSharedOutOverTheThreads) {
 TEST(KvLookahead, TakesAtMostTheLinesAskedForAndGoesOnWhereItStopped) {
   auto kv = storage();
   const int32_t table[] = {4};
-  const SequenceAttention seq{.query_start = 0, .n_query = 1, .n_context = 3, .block_table = table};
-  const AttentionBatch batch{.sequences = {&seq, 1}, .slot_mapping = {}, .block_size = 16};
+  const OneSequence one(table, 3);
   KvLookahead lookahead;
-  lookahead.plan(*kv, 2, batch, 1);
+  lookahead.plan(*kv, 2, one.batch, 1);
   std::vector<uintptr_t> lines;
   auto keep = [&](uintptr_t line) { lines.push_back(line); };
   EXPECT_EQ(take_lines(*lookahead.cursor(0), 3, keep), 3);
@@ -88,15 +98,14 @@ TEST(KvLookahead, TakesAtMostTheLinesAskedForAndGoesOnWhereItStopped) {
 TEST(KvLookahead, NothingPastTheLastLayerOrAfterClear) {
   auto kv = storage();
   const int32_t table[] = {1};
-  const SequenceAttention seq{.query_start = 0, .n_query = 1, .n_context = 5, .block_table = table};
-  const AttentionBatch batch{.sequences = {&seq, 1}, .slot_mapping = {}, .block_size = 16};
+  const OneSequence one(table, 5);
   KvLookahead lookahead;
   EXPECT_EQ(lookahead.cursor(0), nullptr);  // no plan yet
-  lookahead.plan(*kv, 0, batch, 2);
+  lookahead.plan(*kv, 0, one.batch, 2);
   ASSERT_NE(lookahead.cursor(0), nullptr);
-  lookahead.plan(*kv, kShape.n_layers, batch, 2);  // after the last layer's attention
+  lookahead.plan(*kv, kShape.n_layers, one.batch, 2);  // after the last layer's attention
   EXPECT_EQ(lookahead.cursor(0), nullptr);
-  lookahead.plan(*kv, 0, batch, 2);
+  lookahead.plan(*kv, 0, one.batch, 2);
   lookahead.clear();
   EXPECT_EQ(lookahead.cursor(0), nullptr);
   fetch_lookahead(nullptr);  // the kernels' call without a plan does nothing
@@ -105,10 +114,9 @@ TEST(KvLookahead, NothingPastTheLastLayerOrAfterClear) {
 TEST(KvLookahead, BlockIdsOutsideTheStorageAreLeftOut) {
   auto kv = storage();
   const int32_t table[] = {-1, 8, 6};
-  const SequenceAttention seq{.query_start = 0, .n_query = 1, .n_context = 48, .block_table = table};
-  const AttentionBatch batch{.sequences = {&seq, 1}, .slot_mapping = {}, .block_size = 16};
+  const OneSequence one(table, 48);
   KvLookahead lookahead;
-  lookahead.plan(*kv, 0, batch, 1);
+  lookahead.plan(*kv, 0, one.batch, 1);
   const std::vector<uintptr_t> lines = drain(*lookahead.cursor(0), 64);
   EXPECT_EQ(std::set<uintptr_t>(lines.begin(), lines.end()), lines_of(*kv, 0, {6}));
 }
