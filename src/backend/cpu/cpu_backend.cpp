@@ -61,14 +61,11 @@ class CpuBackend final : public Backend {
     return host;
   }
 
-  // Over the threads: a decoding step's logits are megabytes (16 sequences x 49152 f32).
   void copy_to_host(const TensorView& src, void* dst) override {
     const size_t row = src.row_bytes();
-    cpu::parallel_rows(pool_, src.n_rows(), static_cast<int64_t>(row / sizeof(float)), [&](int64_t begin, int64_t end) {
-      for (int64_t r = begin; r < end; ++r) {
-        std::memcpy(static_cast<char*>(dst) + static_cast<size_t>(r) * row, cpu::row_at<const char>(src, r), row);
-      }
-    });
+    for (int64_t r = 0; r < src.n_rows(); ++r) {
+      std::memcpy(static_cast<char*>(dst) + static_cast<size_t>(r) * row, cpu::row_at<const char>(src, r), row);
+    }
   }
   void copy_from_host(const void* src, const TensorView& dst) override {
     const size_t row = dst.row_bytes();
@@ -79,12 +76,12 @@ class CpuBackend final : public Backend {
   void copy_kv_blocks(KvStorage& kv, std::span<const KvBlockCopy> copies) override {
     note(cpu::copy_kv_blocks(pool_, kv, copies));
   }
-  // Every op has finished when it returns. The forward pass is over: the next one plans
-  // its own lookahead.
   bool host_addressable() const override { return true; }
   void run_host_tasks(int64_t n, const std::function<void(int64_t)>& task) override {
     pool_.parallel_for(n, [&](int64_t i, int) { task(i); });
   }
+  // Every op has finished when it returns. The forward pass is over: the next one plans
+  // its own lookahead.
   void synchronize() override { lookahead_.clear(); }
   Status take_error() override { return std::exchange(error_, Status{}); }
 
