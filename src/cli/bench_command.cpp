@@ -1,7 +1,7 @@
-// pagoda bench -m FILE [-p 512] [-n 128] [-r 5] [--threads N] [--json]: prompt
-// processing and generation speed, measured as llama-bench measures them. ppP runs P
-// random tokens as one batch into an empty cache; tgN generates N tokens one at a time
-// from an empty cache. Each test runs once to warm up, then r times; the result is the
+// pagoda bench -m FILE [-p 512] [-n 128] [-r 5] [--device D] [--threads N] [--json]:
+// prompt processing and generation speed, measured as llama-bench measures them, through
+// the same engine as `serve` (engine/session.h). ppP runs P random tokens as one batch
+// into an empty cache; tgN generates N tokens one at a time from an empty cache. Each test runs once to warm up, then r times; the result is the
 // mean and standard deviation of the r speeds.
 // With --concurrency N it runs the serving benchmark of bench_concurrency.h instead.
 #include <algorithm>
@@ -11,13 +11,13 @@
 #include <string>
 #include <vector>
 
+#include "cli/backend_args.h"
 #include "cli/bench_concurrency.h"
 #include "cli/bench_report.h"
 #include "cli/commands.h"
-#include "cli/generation_args.h"
 #include "cli/loaded_model.h"
 #include "core/thread_pool.h"
-#include "engine/sequence_batch.h"
+#include "engine/session.h"
 
 namespace pagoda::cli {
 namespace {
@@ -27,43 +27,52 @@ struct BenchArgs {
   std::vector<int> prompt_sizes = {512};
   std::vector<int> generation_sizes = {128};
   int repetitions = 5;
-  int threads = 0;
   bool json = false;
-  backend::CpuNumerics numerics = backend::CpuNumerics::kFast;
+  backend::BackendOptions backend;
 };
 
-// One model loaded with a KV cache that fits the longest test.
+// One model loaded with an engine session whose KV cache fits the longest test.
 struct BenchContext {
   LoadedModel loaded;
-  std::unique_ptr<backend::KvStorage> kv;
-  std::vector<float> logits;  // [n_vocab]
+  std::unique_ptr<engine::Session> session;
   std::mt19937 rng{1234};
 };
 
-// Runs `tokens` from position 0 of an empty cache, `step` tokens per forward pass.
-Status run_tokens(BenchContext& ctx, const std::vector<int32_t>& tokens, size_t step) {
-  engine::ContiguousSequence sequence(ctx.kv->shape());
-  for (size_t start = 0; start < tokens.size(); start += step) {
-    const size_t n = std::min(step, tokens.size() - start);
-    const std::span<const int32_t> chunk(tokens.data() + start, n);
-    PAGODA_TRY(ctx.loaded.model->forward(sequence.batch(chunk, static_cast<int32_t>(start), true),
-                                         *ctx.kv, ctx.logits));
-  }
-  ctx.loaded.backend->synchronize();
-  return Status::ok_status();
+// The engine for one sequence at a time: a step takes the largest prompt whole, the
+// context fits the longest test (past the model's training context if need be, as
+// llama-bench allows: the speed is the same), and nothing is reused between runs.
+engine::EngineConfig bench_engine_config(int32_t largest_batch, int32_t longest) {
+  engine::EngineConfig config;
+  config.scheduler.max_batched_tokens = largest_batch;
+  config.scheduler.max_running = 1;
+  config.scheduler.max_model_len = longest + 1;  // room for the token sampled last
+  config.limit_to_training_context = false;
+  config.enable_prefix_cache = false;
+  return config;
+}
+
+// ppP: P random tokens as one prompt into an empty cache (one forward pass, one token
+// sampled); tgN: N tokens generated one at a time after a one-token prompt (N forward
+// passes of one token).
+engine::EngineRequest bench_request(BenchContext& ctx, const BenchTest& test) {
+  const int32_t n_vocab = ctx.loaded.model->config().n_vocab;
+  std::uniform_int_distribution<int32_t> random_token(0, n_vocab - 1);
+  engine::EngineRequest request;
+  request.prompt.resize(static_cast<size_t>(test.n_prompt > 0 ? test.n_prompt : 1));
+  for (int32_t& token : request.prompt) token = random_token(ctx.rng);
+  request.sampling.temperature = 0.0f;
+  request.stop.max_tokens = test.n_prompt > 0 ? 1 : test.n_gen;
+  request.stop.ignore_eog = true;
+  return request;
 }
 
 // Seconds of each of `repetitions` runs of a test, after one warm-up run.
 Expected<std::vector<double>> time_test(BenchContext& ctx, const BenchTest& test, int repetitions) {
-  const int32_t n_vocab = ctx.loaded.model->config().n_vocab;
-  std::uniform_int_distribution<int32_t> random_token(0, n_vocab - 1);
-  std::vector<int32_t> tokens(static_cast<size_t>(test.n_tokens()));
-  const size_t step = test.n_prompt > 0 ? tokens.size() : 1;
   std::vector<double> seconds;
   for (int run = -1; run < repetitions; ++run) {
-    for (int32_t& token : tokens) token = random_token(ctx.rng);
+    engine::EngineRequest request = bench_request(ctx, test);
     const auto start = std::chrono::steady_clock::now();
-    PAGODA_TRY(run_tokens(ctx, tokens, step));
+    PAGODA_TRY(ctx.session->generate(std::move(request), nullptr).status());
     if (run >= 0)
       seconds.push_back(
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
@@ -91,18 +100,15 @@ Status bench(const BenchArgs& args) {
     largest_batch = std::max(largest_batch, test.n_prompt);
   }
   BenchContext ctx;
-  model::LoadOptions options;
-  options.max_batch_tokens = largest_batch;
-  options.max_logit_rows = 1;
-  PAGODA_ASSIGN_OR_RETURN(ctx.loaded,
-                          load_model_file(args.model_path, args.threads, options, false, args.numerics));
-  const model::ModelConfig& config = ctx.loaded.model->config();
-  PAGODA_ASSIGN_OR_RETURN(
-      ctx.kv, ctx.loaded.backend->allocate_kv(engine::contiguous_kv_shape(config, longest)));
-  ctx.logits.resize(static_cast<size_t>(config.n_vocab));
+  const engine::EngineConfig config = bench_engine_config(largest_batch, longest);
+  PAGODA_ASSIGN_OR_RETURN(ctx.loaded, load_model_file(args.model_path, args.backend,
+                                                      config.load_options(), /*with_tokenizer=*/true));
+  PAGODA_ASSIGN_OR_RETURN(ctx.session, engine::Session::create(*ctx.loaded.model, *ctx.loaded.backend,
+                                                               *ctx.loaded.tokenizer, config));
 
-  const ModelSummary model = summarize_model(*ctx.loaded.file, config, args.model_path);
-  const int threads = args.threads > 0 ? args.threads : physical_core_count();
+  const ModelSummary model =
+      summarize_model(*ctx.loaded.file, ctx.loaded.model->config(), args.model_path);
+  const int threads = args.backend.cpu.n_threads > 0 ? args.backend.cpu.n_threads : physical_core_count();
   BenchReport report(model, ctx.loaded.backend->name(), threads, args.json);
   for (const BenchTest& test : tests) {
     PAGODA_ASSIGN_OR_RETURN(const std::vector<double> seconds,
@@ -128,17 +134,14 @@ void add_bench_command(CLI::App& app) {
   command->add_option("-r,--repetitions", args->repetitions, "Timed runs per test")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  command->add_option("-t,--threads", args->threads, "CPU threads (0: one per physical core)")
-      ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
   command->add_flag("--json", args->json, "Print the results as JSON");
-  add_numerics_option(*command, args->numerics);
+  add_backend_options(*command, args->backend);
   auto concurrency = std::make_shared<ConcurrencyBenchArgs>();
   add_concurrency_options(*command, *concurrency);
   command->callback([args, concurrency] {
     const Status status =
         concurrency->concurrency > 0
-            ? run_concurrency_bench(args->model_path, args->threads, args->json, *concurrency)
+            ? run_concurrency_bench(args->model_path, args->backend, args->json, *concurrency)
             : bench(*args);
     if (!status.ok()) report_error(status.message());
   });

@@ -226,7 +226,7 @@ void add_concurrency_options(CLI::App& command, ConcurrencyBenchArgs& args) {
   command.add_option("--seed", args.seed, "Seed of the random prompts")->capture_default_str();
 }
 
-Status run_concurrency_bench(const std::string& model_path, int threads, bool json,
+Status run_concurrency_bench(const std::string& model_path, const backend::BackendOptions& backend, bool json,
                              const ConcurrencyBenchArgs& given) {
   PAGODA_TRY(check_args(given));
   ConcurrencyBenchArgs a = given;
@@ -236,7 +236,7 @@ Status run_concurrency_bench(const std::string& model_path, int threads, bool js
   // Logs go to stderr, so that --json output stays one JSON object on stdout.
   if (!spdlog::get("pagoda")) spdlog::set_default_logger(spdlog::stderr_color_mt("pagoda"));
   PAGODA_ASSIGN_OR_RETURN(LoadedModel loaded,
-                          load_model_file(model_path, threads, config.load_options(), true));
+                          load_model_file(model_path, backend, config.load_options(), true));
   RunTracker tracker(static_cast<size_t>(a.num_requests));  // outlives the engine's sinks
   PAGODA_ASSIGN_OR_RETURN(
       std::unique_ptr<engine::Engine> engine,

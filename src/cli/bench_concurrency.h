@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <string>
 
+#include "backend/backend_options.h"
 #include "core/status.h"
 
 namespace pagoda::cli {
@@ -35,9 +36,9 @@ struct ConcurrencyBenchArgs {
 // Registers --concurrency and the options above on `pagoda bench`.
 void add_concurrency_options(CLI::App& command, ConcurrencyBenchArgs& args);
 
-// Runs the benchmark on `model_path` with `threads` CPU threads (0: one per physical
-// core) and prints a text summary, or one JSON object when `json`.
-Status run_concurrency_bench(const std::string& model_path, int threads, bool json,
+// Runs the benchmark on `model_path` on the backend `backend` chooses and prints a text
+// summary, or one JSON object when `json`.
+Status run_concurrency_bench(const std::string& model_path, const backend::BackendOptions& backend, bool json,
                              const ConcurrencyBenchArgs& args);
 
 }  // namespace pagoda::cli

@@ -1,6 +1,6 @@
 // pagoda chat -m FILE: a conversation in the terminal. The whole conversation is kept
-// and re-sent each turn; the generator reuses the KV cache of what it has already seen,
-// so a turn costs only its new tokens. Formats: ChatML when the vocabulary has
+// and re-sent each turn; the engine's prefix cache holds the KV cache of what it has
+// already seen, so a turn costs little more than its new tokens. Formats: ChatML when the vocabulary has
 // <|im_start|>, otherwise a plain "User: ... / Assistant:" transcript (the model's own
 // chat template comes with the server).
 #include <cstdio>
@@ -44,15 +44,12 @@ struct ChatFormat {
 // Runs one turn: prints the reply as it comes and appends it to the conversation.
 Status reply(GenerationSession& session, const ChatArgs& args, const ChatFormat& format,
              std::string& conversation) {
-  const std::vector<int32_t> tokens =
-      session.loaded.tokenizer->encode(conversation, /*add_special=*/true, /*parse_special=*/true);
-  engine::GenerationRequest request;
-  request.prompt = tokens;
-  request.sampling = args.generation.sampling_params();
-  request.stop = args.generation.stop_conditions(session.n_ctx);
+  engine::EngineRequest request = generation_request(
+      args.generation, session,
+      session.loaded.tokenizer->encode(conversation, /*add_special=*/true, /*parse_special=*/true));
   for (const std::string& stop : format.stop_strings()) request.stop.stop_strings.push_back(stop);
   PAGODA_ASSIGN_OR_RETURN(const engine::GenerationResult result,
-                          session.generator->generate(request, [](std::string_view delta) {
+                          session.session->generate(std::move(request), [](std::string_view delta) {
                             std::fwrite(delta.data(), 1, delta.size(), stdout);
                             std::fflush(stdout);
                           }));
@@ -99,7 +96,6 @@ void add_chat_command(CLI::App& app) {
   auto args = std::make_shared<ChatArgs>();
   CLI::App* command = app.add_subcommand("chat", "Chat with a model in the terminal");
   add_generation_options(*command, args->generation);
-  add_numerics_option(*command, args->generation.numerics);
   command->add_option("--system", args->system, "System message");
   command->callback([args] {
     const Status status = chat(*args);

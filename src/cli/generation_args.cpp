@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <string>
 
+#include "cli/backend_args.h"
+
 namespace pagoda::cli {
 
 void add_generation_options(CLI::App& command, GenerationArgs& args) {
@@ -17,9 +19,6 @@ void add_generation_options(CLI::App& command, GenerationArgs& args) {
   command.add_option("-b,--batch-size", args.batch_size, "Prompt tokens per forward pass")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  command.add_option("-t,--threads", args.threads, "CPU threads (0: one per physical core)")
-      ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
   engine::SamplingParams& s = args.sampling;
   command.add_option("--temp", s.temperature, "Temperature (0: greedy)")->capture_default_str();
   command.add_option("--top-k", s.top_k, "Top-k (0: off)")->capture_default_str();
@@ -39,19 +38,7 @@ void add_generation_options(CLI::App& command, GenerationArgs& args) {
   command.add_option("--stop", args.stop, "Stop string (repeatable)");
   command.add_flag("--ignore-eos", args.ignore_eos,
                    "Keep generating past end-of-generation tokens");
-}
-
-void add_numerics_option(CLI::App& command, backend::CpuNumerics& numerics) {
-  command
-      .add_option_function<std::string>(
-          "--numerics",
-          [&numerics](const std::string& name) {
-            numerics = name == "reference" ? backend::CpuNumerics::kReference : backend::CpuNumerics::kFast;
-          },
-          "fast: the fastest kernels, the same results for a token whatever its batch; "
-          "reference: round as llama.cpp's CPU build does, reproducing its log-probabilities (slower)")
-      ->transform(CLI::IsMember({"fast", "reference"}, CLI::ignore_case))
-      ->option_text("fast|reference=fast");
+  add_backend_options(command, args.backend);
 }
 
 engine::SamplingParams GenerationArgs::sampling_params() const {

@@ -1,7 +1,6 @@
 #pragma once
-// The generation flags `pagoda run` and `pagoda chat` share: model, threads, context,
-// batch size, sampling and stop conditions; and the --numerics flag they share with
-// `pagoda bench`.
+// The generation flags `pagoda run` and `pagoda chat` share: model, context, batch size,
+// sampling and stop conditions, and the backend's (cli/backend_args.h).
 
 #include <CLI/CLI.hpp>
 #include <cstdint>
@@ -9,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/cpu/cpu_backend.h"
+#include "backend/backend_options.h"
 #include "engine/sampling_params.h"
 #include "engine/stop_checker.h"
 
@@ -17,7 +16,6 @@ namespace pagoda::cli {
 
 struct GenerationArgs {
   std::string model_path;
-  int threads = 0;           // 0: one per physical core
   int32_t context = 0;       // 0: the model's training context, at most 4096
   int32_t batch_size = 512;  // prompt tokens per forward pass
   int32_t max_tokens = -1;   // -1: until the context is full or the model stops
@@ -25,7 +23,7 @@ struct GenerationArgs {
   std::optional<uint64_t> seed;
   std::vector<std::string> stop;
   bool ignore_eos = false;
-  backend::CpuNumerics numerics = backend::CpuNumerics::kFast;
+  backend::BackendOptions backend;
 
   GenerationArgs() {
     // llama.cpp's defaults, so that the same flags give comparable output.
@@ -42,9 +40,7 @@ struct GenerationArgs {
   int32_t context_size(int32_t n_ctx_train) const;
 };
 
+// The flags above and the backend's.
 void add_generation_options(CLI::App& command, GenerationArgs& args);
-
-// --numerics fast|reference: how the CPU backend rounds (backend/cpu/cpu_backend.h).
-void add_numerics_option(CLI::App& command, backend::CpuNumerics& numerics);
 
 }  // namespace pagoda::cli

@@ -3,27 +3,29 @@
 #include <cstdio>
 #include <utility>
 
-#include "engine/sequence_batch.h"
-
 namespace pagoda::cli {
 
 Expected<std::unique_ptr<GenerationSession>> open_generation_session(const GenerationArgs& args) {
-  auto session = std::make_unique<GenerationSession>();
-  model::LoadOptions options;
-  options.max_batch_tokens = args.batch_size;
-  options.max_logit_rows = 1;
-  PAGODA_ASSIGN_OR_RETURN(session->loaded, load_model_file(args.model_path, args.threads, options,
-                                                           /*with_tokenizer=*/true, args.numerics));
-  const model::ModelConfig& config = session->loaded.model->config();
-  session->n_ctx = args.context_size(config.n_ctx_train);
-  PAGODA_ASSIGN_OR_RETURN(session->kv, session->loaded.backend->allocate_kv(
-                                           engine::contiguous_kv_shape(config, session->n_ctx)));
-  PAGODA_ASSIGN_OR_RETURN(engine::Generator generator,
-                          engine::Generator::create(*session->loaded.model, *session->kv,
-                                                    *session->loaded.tokenizer, args.batch_size));
-  session->generator.emplace(std::move(generator));
-  session->n_ctx = session->generator->context_size();  // whole KV blocks: maybe a little more
-  return session;
+  auto s = std::make_unique<GenerationSession>();
+  engine::EngineConfig config;
+  config.scheduler.max_batched_tokens = args.batch_size;
+  config.scheduler.max_running = 1;
+  PAGODA_ASSIGN_OR_RETURN(s->loaded, load_model_file(args.model_path, args.backend,
+                                                     config.load_options(), /*with_tokenizer=*/true));
+  config.scheduler.max_model_len = args.context_size(s->loaded.model->config().n_ctx_train);
+  PAGODA_ASSIGN_OR_RETURN(s->session, engine::Session::create(*s->loaded.model, *s->loaded.backend,
+                                                              *s->loaded.tokenizer, config));
+  s->n_ctx = s->session->config().scheduler.max_model_len;
+  return s;
+}
+
+engine::EngineRequest generation_request(const GenerationArgs& args, const GenerationSession& session,
+                                         std::vector<int32_t> prompt) {
+  engine::EngineRequest request;
+  request.prompt = std::move(prompt);
+  request.sampling = args.sampling_params();
+  request.stop = args.stop_conditions(session.n_ctx);
+  return request;
 }
 
 void print_timings(double load_seconds, const engine::GenerationTimings& t) {

@@ -1,27 +1,29 @@
 #pragma once
 // A model ready to generate for `pagoda run` and `pagoda chat`: loaded with its
-// tokenizer, a KV cache for the context, and the single-sequence generator over them.
+// tokenizer on the backend the flags choose, and an engine session over it (one request
+// at a time, the KV cache sized for the context, earlier turns kept in the prefix cache).
 
 #include <memory>
-#include <optional>
 
-#include "backend/backend.h"
 #include "cli/generation_args.h"
 #include "cli/loaded_model.h"
 #include "core/status.h"
-#include "engine/generator.h"
+#include "engine/session.h"
 
 namespace pagoda::cli {
 
 struct GenerationSession {
   LoadedModel loaded;
-  std::unique_ptr<backend::KvStorage> kv;
-  std::optional<engine::Generator> generator;
-  int32_t n_ctx = 0;
+  std::unique_ptr<engine::Session> session;
+  int32_t n_ctx = 0;  // tokens of a request, prompt and output
 };
 
-// Held by pointer: the generator refers to the model, KV cache and tokenizer inside.
+// Held by pointer: the session refers to the model, backend and tokenizer inside.
 Expected<std::unique_ptr<GenerationSession>> open_generation_session(const GenerationArgs& args);
+
+// The request for `prompt` with the flags' sampling and stop conditions.
+engine::EngineRequest generation_request(const GenerationArgs& args, const GenerationSession& session,
+                                         std::vector<int32_t> prompt);
 
 // "load 0.12 s | prompt 9 tokens, 812.3 tokens/s | generation 128 tokens, 95.1 tokens/s"
 // on stderr.

@@ -4,22 +4,19 @@
 #include <cstdio>
 #include <utility>
 
-#include "backend/cpu/cpu_backend.h"
+#include "backend/registry/registry.h"
 #include "cli/commands.h"
 
 namespace pagoda::cli {
 
-Expected<LoadedModel> load_model_file(const std::string& path, int n_threads,
-                                      const model::LoadOptions& options, bool with_tokenizer,
-                                      backend::CpuNumerics numerics) {
+Expected<LoadedModel> load_model_file(const std::string& path,
+                                      const backend::BackendOptions& backend_options,
+                                      const model::LoadOptions& options, bool with_tokenizer) {
   const auto start = std::chrono::steady_clock::now();
   LoadedModel loaded;
   PAGODA_ASSIGN_OR_RETURN(gguf::Reader reader, gguf::Reader::open(path));
   loaded.file = std::make_unique<gguf::Reader>(std::move(reader));
-  backend::CpuBackendOptions backend_options;
-  backend_options.n_threads = n_threads;
-  backend_options.numerics = numerics;
-  loaded.backend = backend::make_cpu_backend(backend_options);
+  PAGODA_ASSIGN_OR_RETURN(loaded.backend, backend::create(backend_options));
   PAGODA_ASSIGN_OR_RETURN(loaded.model, model::load_model(*loaded.file, *loaded.backend, options));
   if (with_tokenizer) {
     PAGODA_ASSIGN_OR_RETURN(tokenizer::Tokenizer tokenizer,

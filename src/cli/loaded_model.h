@@ -1,12 +1,12 @@
 #pragma once
-// What `pagoda run`, `chat` and `bench` share: a GGUF file opened, the CPU backend,
-// the model built on it and (when asked) its tokenizer, plus how long that took.
+// What `pagoda run`, `chat`, `bench` and `serve` share: a GGUF file opened, the backend
+// its options choose (backend::create), the model built on it and (when asked) its tokenizer, plus how long that took.
 
 #include <memory>
 #include <string>
 
 #include "backend/backend.h"
-#include "backend/cpu/cpu_backend.h"
+#include "backend/backend_options.h"
 #include "core/status.h"
 #include "gguf/reader.h"
 #include "model/model.h"
@@ -23,10 +23,9 @@ struct LoadedModel {
   double load_seconds = 0.0;
 };
 
-// n_threads <= 0: one per physical core.
-Expected<LoadedModel> load_model_file(const std::string& path, int n_threads,
-                                      const model::LoadOptions& options, bool with_tokenizer,
-                                      backend::CpuNumerics numerics = backend::CpuNumerics::kFast);
+Expected<LoadedModel> load_model_file(const std::string& path,
+                                      const backend::BackendOptions& backend_options,
+                                      const model::LoadOptions& options, bool with_tokenizer);
 
 // Prints "pagoda: <message>" (one line) to stderr and sets the exit code to 1.
 void report_error(const std::string& message);

@@ -36,19 +36,17 @@ Status run(const RunArgs& args) {
   PAGODA_ASSIGN_OR_RETURN(std::unique_ptr<GenerationSession> session,
                           open_generation_session(args.generation));
   const tokenizer::Tokenizer& tokenizer = *session->loaded.tokenizer;
-  const std::vector<int32_t> tokens =
+  std::vector<int32_t> tokens =
       tokenizer.encode(prompt, /*add_special=*/true, /*parse_special=*/true);
   if (tokens.empty())
     return invalid_argument("the prompt is empty and the model adds no BOS token");
 
-  engine::GenerationRequest request;
-  request.prompt = tokens;
-  request.sampling = args.generation.sampling_params();
-  request.stop = args.generation.stop_conditions(session->n_ctx);
   bool write_failed = false;
   PAGODA_ASSIGN_OR_RETURN(
       const engine::GenerationResult result,
-      session->generator->generate(request, [&write_failed](std::string_view delta) {
+      session->session->generate(
+          generation_request(args.generation, *session, std::move(tokens)),
+          [&write_failed](std::string_view delta) {
         write_failed |= std::fwrite(delta.data(), 1, delta.size(), stdout) != delta.size() ||
                         std::fflush(stdout) != 0;
       }));
@@ -67,7 +65,6 @@ void add_run_command(CLI::App& app) {
   auto args = std::make_shared<RunArgs>();
   CLI::App* command = app.add_subcommand("run", "Generate text from a prompt");
   add_generation_options(*command, args->generation);
-  add_numerics_option(*command, args->generation.numerics);
   CLI::Option* prompt = command->add_option("-p,--prompt", args->prompt, "Prompt text");
   command->add_option("-f,--file", args->prompt_file, "Read the prompt from a file")
       ->excludes(prompt);

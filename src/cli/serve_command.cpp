@@ -109,9 +109,10 @@ Expected<std::unique_ptr<ServingStack>> load_stack(const server::ServeConfig& co
   auto stack = std::make_unique<ServingStack>();
   spdlog::info("loading {}", config.model_path);
   PAGODA_ASSIGN_OR_RETURN(stack->loaded,
-                          load_model_file(config.model_path, config.threads,
-                                          config.engine.load_options(), true, config.numerics));
-  spdlog::info("model loaded in {:.2f} s ({} threads)", stack->loaded.load_seconds, config.threads);
+                          load_model_file(config.model_path, config.backend,
+                                          config.engine.load_options(), true));
+  spdlog::info("model loaded in {:.2f} s on {}", stack->loaded.load_seconds,
+               stack->loaded.backend->name());
   PAGODA_ASSIGN_OR_RETURN(tokenizer::ChatTemplate chat_template,
                           choose_chat_template(config, *stack->loaded.file));
   PAGODA_ASSIGN_OR_RETURN(stack->engine,

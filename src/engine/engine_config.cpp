@@ -19,7 +19,7 @@ Expected<EngineConfig> EngineConfig::resolve(const model::ModelConfig& model) co
   if (s.max_model_len <= 0) s.max_model_len = model.n_ctx_train;
   PAGODA_TRY(s.validate());
   PAGODA_TRY(check_positive("block_size", block_size));
-  if (model.n_ctx_train > 0 && s.max_model_len > model.n_ctx_train) {
+  if (limit_to_training_context && model.n_ctx_train > 0 && s.max_model_len > model.n_ctx_train) {
     return invalid_argument("max_model_len " + std::to_string(s.max_model_len) +
                             " exceeds the model's training context of " +
                             std::to_string(model.n_ctx_train) + " tokens");

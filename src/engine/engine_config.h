@@ -21,6 +21,9 @@ struct EngineConfig {
   DType kv_type = DType::F16;  // F16, F32 or Q8_0
   KvMemoryBudget kv_memory;
   bool enable_prefix_cache = true;
+  // Refuse a max_model_len past the model's training context. Benchmarks turn it off to
+  // time long contexts on any model, as llama-bench does.
+  bool limit_to_training_context = true;
 
   // The model must have been loaded with (at least) these: a step runs up to
   // max_batched_tokens tokens and samples once per running request.

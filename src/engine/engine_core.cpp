@@ -8,17 +8,26 @@
 namespace pagoda::engine {
 namespace {
 
-// The blocks the budget buys for this model's KV shape (block count left at 0).
-Expected<KvBlockPlan> plan_blocks(const EngineConfig& config, const backend::KvCacheShape& shape) {
+// The blocks the budget buys for this model's KV shape (block count left at 0). An
+// automatic budget on a device backend is all that the backend leaves for the cache
+// (its memory-utilization bound less weights and scratch); on the CPU, a share of the
+// host's available memory.
+Expected<KvBlockPlan> plan_blocks(const EngineConfig& config, const backend::Backend& backend,
+                                  const backend::KvCacheShape& shape) {
   KvBlockLimits limits;
   limits.block_bytes = shape.block_bytes();
   limits.min_blocks = config.blocks_per_request();
   limits.useful_blocks = config.useful_blocks();
   limits.max_blocks = INT32_MAX / config.block_size;  // slot numbers stay in int32 range
-  std::optional<uint64_t> available;
-  if (!config.kv_memory.bytes) {
-    PAGODA_ASSIGN_OR_RETURN(available, available_memory_bytes());
+  if (config.kv_memory.bytes) return plan_kv_blocks(config.kv_memory, limits, std::nullopt);
+  if (const std::optional<backend::Backend::CacheMemory> device = backend.cache_memory()) {
+    KvMemoryBudget all_of_it;
+    all_of_it.free_memory_share = 1.0;
+    PAGODA_ASSIGN_OR_RETURN(KvBlockPlan plan, plan_kv_blocks(all_of_it, limits, device->bytes));
+    plan.description += " on the device (" + device->description + ")";
+    return plan;
   }
+  PAGODA_ASSIGN_OR_RETURN(const uint64_t available, available_memory_bytes());
   return plan_kv_blocks(config.kv_memory, limits, available);
 }
 
@@ -42,7 +51,7 @@ Expected<std::unique_ptr<EngineCore>> EngineCore::create(model::Model& model,
   PAGODA_ASSIGN_OR_RETURN(EngineConfig resolved, config.resolve(model.config()));
   backend::KvCacheShape shape =
       model::kv_cache_shape(model.config(), 0, resolved.block_size, resolved.kv_type);
-  PAGODA_ASSIGN_OR_RETURN(const KvBlockPlan plan, plan_blocks(resolved, shape));
+  PAGODA_ASSIGN_OR_RETURN(const KvBlockPlan plan, plan_blocks(resolved, backend, shape));
   shape.n_blocks = plan.n_blocks;
   PAGODA_ASSIGN_OR_RETURN(std::unique_ptr<backend::KvStorage> storage, backend.allocate_kv(shape));
   log_kv_cache(shape, plan);

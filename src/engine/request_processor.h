@@ -1,10 +1,9 @@
 #pragma once
 // The engine's per-request output side: the request's own Sampler (seeded; its state
 // survives preemption because it lives here, not in the KV cache), StreamingDetokenizer
-// and StopChecker, chained as the single-sequence Generator chains them. Each step that
-// samples for the request turns its next-token logits into one RequestOutput: the new
-// token, the text now safe to show, its log-probabilities when asked, and the finish
-// reason once it ends.
+// and StopChecker, chained. Each step that samples for the request turns its next-token
+// logits into one RequestOutput: the new token, the text now safe to show, its
+// log-probabilities when asked, and the finish reason once it ends.
 
 #include <chrono>
 #include <cstdint>

@@ -120,7 +120,7 @@ Status fill_computed_defaults(ServeConfig& config) {
   if (config.model_name.empty()) {
     config.model_name = std::filesystem::path(config.model_path).stem().string();
   }
-  if (config.threads == 0) config.threads = physical_core_count();
+  if (config.backend.cpu.n_threads == 0) config.backend.cpu.n_threads = physical_core_count();
   return Status::ok_status();
 }
 

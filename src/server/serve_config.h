@@ -27,7 +27,7 @@
 #include <string_view>
 #include <vector>
 
-#include "backend/cpu/cpu_backend.h"
+#include "backend/backend_options.h"
 #include "core/status.h"
 #include "engine/engine_config.h"
 #include "server/logging.h"
@@ -39,8 +39,9 @@ struct ServeConfig {
   std::string model_path;          // GGUF file; default: the default model (default_model_path())
   std::string model_name;          // the id clients use (`model`); default: the file's stem
   std::string chat_template_file;  // a Jinja template replacing the model's; empty: the model's
-  backend::CpuNumerics numerics = backend::CpuNumerics::kFast;
-  int threads = 0;                 // CPU threads for the forward pass; resolved: > 0
+  // The device and each backend's settings (threads, numerics, GPU memory share);
+  // resolved: cpu.n_threads > 0.
+  backend::BackendOptions backend;
 
   // HTTP.
   std::string host = "127.0.0.1";

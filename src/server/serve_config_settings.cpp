@@ -77,8 +77,19 @@ Status set_max_body_bytes(ServeConfig& c, const Values& v) {
 }
 
 Status set_numerics(ServeConfig& c, const Values& v) {
-  PAGODA_TRY(check_choice(v.back(), {"fast", "reference"}));
-  c.numerics = v.back() == "reference" ? backend::CpuNumerics::kReference : backend::CpuNumerics::kFast;
+  PAGODA_ASSIGN_OR_RETURN(c.backend.cpu.numerics, backend::parse_cpu_numerics(v.back()));
+  return Status::ok_status();
+}
+
+Status set_device(ServeConfig& c, const Values& v) {
+  PAGODA_ASSIGN_OR_RETURN(c.backend.device, backend::parse_device(v.back()));
+  return Status::ok_status();
+}
+
+Status set_gpu_memory_utilization(ServeConfig& c, const Values& v) {
+  PAGODA_ASSIGN_OR_RETURN(const double share, parse_number(v.back()));
+  PAGODA_TRY(backend::check_memory_utilization(share));
+  c.backend.cuda.memory_utilization = share;
   return Status::ok_status();
 }
 
@@ -107,12 +118,20 @@ const SettingSpec kSettings[] = {
     {"chat-template", "", SettingKind::kText, "FILE", "", kModel,
      "Jinja chat template file to use instead of the model's tokenizer.chat_template",
      [](ServeConfig& c, const Values& v) { return set_existing_file(c.chat_template_file, v); }},
+    {"device", "", SettingKind::kText, "auto|cpu|cuda[:N]", "auto", kModel,
+     "Where the model runs: auto (the GPU when this build has CUDA and the machine a GPU, "
+     "else the CPU), cpu, cuda or cuda:N",
+     set_device},
+    {"gpu-memory-utilization", "", SettingKind::kNumber, "SHARE", "0.9", kModel,
+     "Share of the GPU's memory that weights, KV cache and scratch may take together; the KV "
+     "cache gets what the rest leaves",
+     set_gpu_memory_utilization},
     {"numerics", "", SettingKind::kText, "fast|reference", "fast", kModel,
      "fast: the fastest kernels, batch-invariant; reference: llama.cpp's CPU rounding (slower)",
      set_numerics},
     {"threads", "-t", SettingKind::kInteger, "INT", "0", kModel,
      "CPU threads for the forward pass (0: one per physical core)",
-     [](ServeConfig& c, const Values& v) { return set_integer(c.threads, v, 0, 1024); }},
+     [](ServeConfig& c, const Values& v) { return set_integer(c.backend.cpu.n_threads, v, 0, 1024); }},
     // HTTP.
     {"host", "", SettingKind::kText, "ADDRESS", "127.0.0.1", kHttp,
      "Address to listen on (0.0.0.0: every interface)",

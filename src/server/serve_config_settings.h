@@ -17,6 +17,7 @@ namespace pagoda::server {
 enum class SettingKind {
   kText,     // a string (TOML string)
   kInteger,  // a decimal integer (TOML integer)
+  kNumber,   // a decimal number (TOML float or integer)
   kBytes,    // a size: 8388608, "512MiB" (TOML integer or string)
   kBool,     // a flag with a --no- form (TOML boolean)
   kList,     // repeatable flag; comma-separated in the environment (TOML array of strings, or a string)

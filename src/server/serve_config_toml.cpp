@@ -40,6 +40,12 @@ Expected<std::vector<std::string>> node_values(const SettingSpec& spec, const to
     case SettingKind::kInteger:
       if (integer) return std::vector<std::string>{std::to_string(integer->get())};
       return wrong_type(label, "an integer", node);
+    case SettingKind::kNumber:
+      if (integer) return std::vector<std::string>{std::to_string(integer->get())};
+      if (const auto* number = node.as_floating_point()) {
+        return std::vector<std::string>{std::to_string(number->get())};
+      }
+      return wrong_type(label, "a number", node);
     case SettingKind::kBytes:
       if (integer) return std::vector<std::string>{std::to_string(integer->get())};
       if (text) return std::vector<std::string>{text->get()};

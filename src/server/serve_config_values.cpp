@@ -60,6 +60,16 @@ Expected<int64_t> parse_integer(std::string_view text, int64_t min, int64_t max)
   return value;
 }
 
+Expected<double> parse_number(std::string_view text) {
+  double value = 0.0;
+  const char* end = text.data() + text.size();
+  const auto result = std::from_chars(text.data(), end, value);
+  if (text.empty() || result.ec != std::errc() || result.ptr != end || !std::isfinite(value)) {
+    return invalid_argument(quoted(text) + " is not a number");
+  }
+  return value;
+}
+
 Expected<uint64_t> parse_byte_size(std::string_view text) {
   const Status bad = invalid_argument(quoted(text) +
                                       " is not a size in bytes (e.g. 8388608, 512MiB, 4GiB)");

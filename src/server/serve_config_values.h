@@ -15,6 +15,9 @@ namespace pagoda::server {
 // A decimal integer in [min, max]: "'abc' is not an integer", "70000 is out of range 0..65535".
 Expected<int64_t> parse_integer(std::string_view text, int64_t min, int64_t max);
 
+// A decimal number such as 0.9 or 1e-3: "'x' is not a number".
+Expected<double> parse_number(std::string_view text);
+
 // A size in bytes: a number (a fraction allowed) and an optional unit, case-insensitive:
 // B; KiB MiB GiB TiB and K M G T (powers of 1024); KB MB GB TB (powers of 1000).
 // "8388608", "512MiB", "4GiB", "1.5G", "64 KB". The result is rounded down.

@@ -13,7 +13,6 @@
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
-#include "engine/sequence_batch.h"
 #include "gguf/reader.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
@@ -74,12 +73,22 @@ void expect_model_runs(const gguf::Reader& file) {
   ASSERT_TRUE(model.ok()) << model.status().message();
   const model::ModelConfig& config = (*model)->config();
   Expected<std::unique_ptr<backend::KvStorage>> kv =
-      backend->allocate_kv(contiguous_kv_shape(config, 32));
+      backend->allocate_kv(model::kv_cache_shape(config, /*n_blocks=*/1, /*block_size=*/16));
   ASSERT_TRUE(kv.ok()) << kv.status().message();
-  ContiguousSequence sequence((*kv)->shape());
-  const std::vector<int32_t> tokens = {1, 17, 42, 260, 299};
+  // One sequence of five tokens at positions 0..4 in KV block 0, logits of the last.
+  const std::vector<int32_t> tokens = {1, 17, 42, 260, 299}, positions = {0, 1, 2, 3, 4};
+  const std::vector<int64_t> slots = {0, 1, 2, 3, 4};
+  const std::vector<int32_t> block_table = {0}, logit_rows = {4};
+  const backend::SequenceAttention sequence{0, 5, 5, block_table};
+  model::ForwardBatch batch;
+  batch.token_ids = tokens;
+  batch.positions = positions;
+  batch.attention.sequences = std::span(&sequence, 1);
+  batch.attention.slot_mapping = slots;
+  batch.attention.block_size = 16;
+  batch.logit_rows = logit_rows;
   std::vector<float> logits(static_cast<size_t>(config.n_vocab));
-  const Status status = (*model)->forward(sequence.batch(tokens, 0, true), **kv, logits);
+  const Status status = (*model)->forward(batch, **kv, logits);
   ASSERT_TRUE(status.ok()) << status.message();
   float lo = INFINITY, hi = -INFINITY;
   for (float x : logits) {

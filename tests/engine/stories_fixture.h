@@ -1,6 +1,6 @@
 #pragma once
-// stories260K.gguf loaded on the CPU backend with its tokenizer, and a generator over a
-// KV cache of a chosen size: what the generator tests share.
+// stories260K.gguf loaded on the CPU backend with its tokenizer, and an engine session
+// over it with a context of a chosen size: what the session tests share.
 
 #include <gtest/gtest.h>
 
@@ -8,8 +8,7 @@
 #include <string>
 
 #include "backend/cpu/cpu_backend.h"
-#include "engine/generator.h"
-#include "engine/sequence_batch.h"
+#include "engine/session.h"
 #include "gguf/reader.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
@@ -50,25 +49,18 @@ inline LoadedStories load_shared_model(const std::string& name, int32_t max_batc
   return loaded;
 }
 
-// A KV cache of n_ctx tokens and a generator over it.
-struct GeneratorWithCache {
-  std::unique_ptr<backend::KvStorage> kv;
-  std::unique_ptr<Generator> generator;
-};
-
-inline GeneratorWithCache make_generator(LoadedStories& loaded, int32_t n_ctx,
-                                         int32_t max_batch_tokens = 512) {
-  GeneratorWithCache out;
-  Expected<std::unique_ptr<backend::KvStorage>> kv =
-      loaded.backend->allocate_kv(contiguous_kv_shape(loaded.model->config(), n_ctx));
-  EXPECT_TRUE(kv.ok()) << kv.status().message();
-  if (!kv.ok()) return out;
-  out.kv = std::move(kv).value();
-  Expected<Generator> generator =
-      Generator::create(*loaded.model, *out.kv, *loaded.tokenizer, max_batch_tokens);
-  EXPECT_TRUE(generator.ok()) << generator.status().message();
-  if (generator.ok()) out.generator = std::make_unique<Generator>(std::move(generator).value());
-  return out;
+// A session for one request at a time with a context of n_ctx tokens, steps of at most
+// max_batch_tokens (no more than the model was loaded for).
+inline std::unique_ptr<Session> make_session(LoadedStories& loaded, int32_t n_ctx,
+                                             int32_t max_batch_tokens = 512) {
+  EngineConfig config;
+  config.scheduler.max_batched_tokens = max_batch_tokens;
+  config.scheduler.max_running = 1;
+  config.scheduler.max_model_len = n_ctx;
+  Expected<std::unique_ptr<Session>> session =
+      Session::create(*loaded.model, *loaded.backend, *loaded.tokenizer, config);
+  EXPECT_TRUE(session.ok()) << session.status().message();
+  return session.ok() ? std::move(session).value() : nullptr;
 }
 
 }  // namespace pagoda::engine::testing

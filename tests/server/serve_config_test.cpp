@@ -81,7 +81,7 @@ TEST(ServeConfig, Defaults) {
   EXPECT_EQ(c.model_name, "stories260K");
   EXPECT_EQ(c.host, "127.0.0.1");
   EXPECT_EQ(c.port, 8080);
-  EXPECT_EQ(c.threads, physical_core_count());
+  EXPECT_EQ(c.backend.cpu.n_threads, physical_core_count());
   EXPECT_EQ(c.io_threads, 2);
   EXPECT_TRUE(c.api_keys.empty());
   EXPECT_TRUE(c.api_key_file.empty());
@@ -97,7 +97,9 @@ TEST(ServeConfig, Defaults) {
   EXPECT_EQ(c.log_level, spdlog::level::info);
   EXPECT_FALSE(c.log_prompts);
   EXPECT_TRUE(c.chat_template_file.empty());
-  EXPECT_EQ(c.numerics, backend::CpuNumerics::kFast);
+  EXPECT_EQ(c.backend.cpu.numerics, backend::CpuNumerics::kFast);
+  EXPECT_EQ(c.backend.device.kind, backend::DeviceKind::kAuto);
+  EXPECT_EQ(c.backend.cuda.memory_utilization, 0.9);
   const engine::EngineConfig defaults;
   EXPECT_EQ(c.engine.scheduler.max_batched_tokens, defaults.scheduler.max_batched_tokens);
   EXPECT_EQ(c.engine.scheduler.max_running, defaults.scheduler.max_running);
@@ -118,7 +120,7 @@ TEST(ServeConfig, EveryFlag) {
   const std::string tmpl = dir.write("chat.jinja", "{{ messages }}");
   const Expected<ServeConfig> config = Resolve{}(
       {"--model", kModel, "--served-model-name", "tiny", "--chat-template", tmpl, "--numerics",
-       "reference", "-t", "3", "--host", "0.0.0.0", "--port", "9001", "--io-threads", "4",
+       "reference", "-t", "3", "--device", "cuda:1", "--gpu-memory-utilization", "0.75", "--host", "0.0.0.0", "--port", "9001", "--io-threads", "4",
        "--max-body-bytes", "16MiB", "--idle-timeout", "5", "--read-timeout", "7",
        "--max-connections", "50", "--api-key", "sk-a", "--api-key", "sk-b", "--api-key-file", keys,
        "--cors-origin", "*", "--rate-limit-rpm", "120", "--max-queued", "9", "--shutdown-grace",
@@ -129,8 +131,11 @@ TEST(ServeConfig, EveryFlag) {
   const ServeConfig& c = *config;
   EXPECT_EQ(c.model_name, "tiny");
   EXPECT_EQ(c.chat_template_file, tmpl);
-  EXPECT_EQ(c.numerics, backend::CpuNumerics::kReference);
-  EXPECT_EQ(c.threads, 3);
+  EXPECT_EQ(c.backend.cpu.numerics, backend::CpuNumerics::kReference);
+  EXPECT_EQ(c.backend.cpu.n_threads, 3);
+  EXPECT_EQ(c.backend.device.kind, backend::DeviceKind::kCuda);
+  EXPECT_EQ(c.backend.device.index, 1);
+  EXPECT_EQ(c.backend.cuda.memory_utilization, 0.75);
   EXPECT_EQ(c.host, "0.0.0.0");
   EXPECT_EQ(c.port, 9001);
   EXPECT_EQ(c.io_threads, 4);
@@ -205,6 +210,7 @@ TEST(ServeConfig, EnvironmentForEveryKind) {
                  {"PAGODA_PREFIX_CACHING", "off"},
                  {"PAGODA_LOG_FORMAT", "json"},
                  {"PAGODA_THREADS", "2"},
+                 {"PAGODA_DEVICE", "CPU"},
                  {"PAGODA_PORT", ""}};  // blank: as if unset
   const Expected<ServeConfig> config = resolve({});
   ASSERT_TRUE(config.ok()) << config.status().message();
@@ -216,7 +222,8 @@ TEST(ServeConfig, EnvironmentForEveryKind) {
   EXPECT_TRUE(config->log_prompts);
   EXPECT_FALSE(config->engine.enable_prefix_cache);
   EXPECT_EQ(config->log_format, LogFormat::kJson);
-  EXPECT_EQ(config->threads, 2);
+  EXPECT_EQ(config->backend.cpu.n_threads, 2);
+  EXPECT_EQ(config->backend.device.kind, backend::DeviceKind::kCpu);
   EXPECT_EQ(config->port, 8080);
   EXPECT_EQ(config->sources.at("api-key"), "PAGODA_API_KEY");
 }
@@ -235,6 +242,8 @@ TEST(ServeConfig, TomlFileForEveryKind) {
       "log_prompts = true\n"
       "prefix-caching = false\n"
       "kv_cache_type = \"f32\"\n"
+      "gpu_memory_utilization = 0.5\n"
+      "device = \"cuda\"\n"
       "rate_limit_rpm = 30\n");
   const Expected<ServeConfig> config = Resolve{}({"--config", file});
   ASSERT_TRUE(config.ok()) << config.status().message();
@@ -248,6 +257,8 @@ TEST(ServeConfig, TomlFileForEveryKind) {
   EXPECT_FALSE(config->engine.enable_prefix_cache);
   EXPECT_EQ(config->engine.kv_type, DType::F32);
   EXPECT_EQ(config->rate_limit_rpm, 30);
+  EXPECT_EQ(config->backend.cuda.memory_utilization, 0.5);
+  EXPECT_EQ(config->backend.device.to_string(), "cuda:0");
 }
 
 TEST(ServeConfig, ListsAndBooleansOverride) {
@@ -283,7 +294,15 @@ TEST(ServeConfig, FlagErrorsNameTheFlag) {
   EXPECT_EQ(resolve.error({"-m", m, "--log-level", "loud"}),
             "--log-level: unknown log level 'loud' (use trace, debug, info, warn, error, critical or off)");
   EXPECT_EQ(resolve.error({"-m", m, "--numerics", "exact"}),
-            "--numerics: 'exact' is not one of fast, reference");
+            "--numerics: 'exact' is not a numerics mode: use fast or reference");
+  EXPECT_EQ(resolve.error({"-m", m, "--device", "gpu"}),
+            "--device: 'gpu' is not a device: use auto, cpu, cuda or cuda:N");
+  EXPECT_EQ(resolve.error({"-m", m, "--device", "cuda:x"}),
+            "--device: 'cuda:x' is not a device: use auto, cpu, cuda or cuda:N");
+  EXPECT_EQ(resolve.error({"-m", m, "--gpu-memory-utilization", "1.5"}),
+            "--gpu-memory-utilization: 1.500000 is not a share of memory in (0, 1]");
+  EXPECT_EQ(resolve.error({"-m", m, "--gpu-memory-utilization", "most"}),
+            "--gpu-memory-utilization: 'most' is not a number");
   EXPECT_EQ(resolve.error({"-m", m, "--kv-cache-type", "q4_0"}),
             "--kv-cache-type: unknown kv cache type 'q4_0' (use f16, f32 or q8_0)");
   EXPECT_EQ(resolve.error({"-m", m, "--kv-cache-memory", "4XB"}),
@@ -335,6 +354,8 @@ TEST(ServeConfig, TomlErrorsNameFileLineAndKey) {
   EXPECT_EQ(error_of("api_key = [\"a\", 2]\n"), f + ":1: api_key: expected an array of strings, got an integer");
   EXPECT_EQ(error_of("kv_cache_memory = 1.5\n"),
             f + ":1: kv_cache_memory: expected an integer or a string such as \"4GiB\", got a float");
+  EXPECT_EQ(error_of("gpu_memory_utilization = \"high\"\n"),
+            f + ":1: gpu_memory_utilization: expected a number, got a string");
   EXPECT_EQ(error_of("prot = 80\n"), f + ":1: unknown setting 'prot' (see pagoda serve --help)");
   EXPECT_EQ(error_of("[engine]\nblock_size = 8\n"), f + ":1: unknown setting 'engine' (see pagoda serve --help)");
   // (toml++ orders keys, so "max-queued" is read first.)

@@ -18,6 +18,15 @@ TEST(ServeConfigValues, Integers) {
             "'99999999999999999999' is out of range 0..10");
 }
 
+TEST(ServeConfigValues, Numbers) {
+  EXPECT_EQ(*parse_number("0.9"), 0.9);
+  EXPECT_EQ(*parse_number("1"), 1.0);
+  EXPECT_EQ(*parse_number("1e-3"), 1e-3);
+  for (const char* bad : {"", "x", "0.9 ", " 1", "1,5", "inf", "nan"}) {
+    EXPECT_EQ(parse_number(bad).status().message(), "'" + std::string(bad) + "' is not a number") << bad;
+  }
+}
+
 TEST(ServeConfigValues, ByteSizes) {
   EXPECT_EQ(*parse_byte_size("0"), 0u);
   EXPECT_EQ(*parse_byte_size("8388608"), 8388608u);
