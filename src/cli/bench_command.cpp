@@ -99,6 +99,7 @@ Status bench(const BenchArgs& args) {
     longest = std::max(longest, test.n_tokens());
     largest_batch = std::max(largest_batch, test.n_prompt);
   }
+  log_to_stderr();
   BenchContext ctx;
   const engine::EngineConfig config = bench_engine_config(largest_batch, longest);
   PAGODA_ASSIGN_OR_RETURN(ctx.loaded, load_model_file(args.model_path, args.backend,

@@ -1,6 +1,5 @@
 #include "cli/bench_concurrency.h"
 
-#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -234,7 +233,7 @@ Status run_concurrency_bench(const std::string& model_path, const backend::Backe
   if (a.max_running == 0) a.max_running = a.concurrency;
   PAGODA_ASSIGN_OR_RETURN(const engine::EngineConfig config, engine_config_of(a));
   // Logs go to stderr, so that --json output stays one JSON object on stdout.
-  if (!spdlog::get("pagoda")) spdlog::set_default_logger(spdlog::stderr_color_mt("pagoda"));
+  log_to_stderr();
   PAGODA_ASSIGN_OR_RETURN(LoadedModel loaded,
                           load_model_file(model_path, backend, config.load_options(), true));
   RunTracker tracker(static_cast<size_t>(a.num_requests));  // outlives the engine's sinks

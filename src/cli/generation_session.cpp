@@ -6,6 +6,7 @@
 namespace pagoda::cli {
 
 Expected<std::unique_ptr<GenerationSession>> open_generation_session(const GenerationArgs& args) {
+  log_to_stderr();
   auto s = std::make_unique<GenerationSession>();
   engine::EngineConfig config;
   config.scheduler.max_batched_tokens = args.batch_size;

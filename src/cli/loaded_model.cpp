@@ -1,5 +1,8 @@
 #include "cli/loaded_model.h"
 
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
 #include <chrono>
 #include <cstdio>
 #include <utility>
@@ -31,6 +34,10 @@ Expected<LoadedModel> load_model_file(const std::string& path,
   loaded.load_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return loaded;
+}
+
+void log_to_stderr() {
+  if (!spdlog::get("pagoda")) spdlog::set_default_logger(spdlog::stderr_color_mt("pagoda"));
 }
 
 void report_error(const std::string& message) {

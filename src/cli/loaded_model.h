@@ -27,6 +27,10 @@ Expected<LoadedModel> load_model_file(const std::string& path,
                                       const backend::BackendOptions& backend_options,
                                       const model::LoadOptions& options, bool with_tokenizer);
 
+// Sends the log to stderr, for the commands whose results go to stdout (run, chat,
+// bench): their output stays clean for pipes and for --json.
+void log_to_stderr();
+
 // Prints "pagoda: <message>" (one line) to stderr and sets the exit code to 1.
 void report_error(const std::string& message);
 

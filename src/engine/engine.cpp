@@ -23,11 +23,11 @@ Engine::~Engine() {
 
 Expected<std::vector<RequestId>> Engine::add(EngineRequest request,
                                              std::shared_ptr<RequestSink> sink) {
-  PAGODA_ASSIGN_OR_RETURN(std::vector<NewRequest> made,
+  PAGODA_ASSIGN_OR_RETURN(std::vector<std::unique_ptr<Request>> made,
                           core_->make_requests(std::move(request), std::move(sink)));
   std::vector<RequestId> ids;
   ids.reserve(made.size());
-  for (const NewRequest& m : made) ids.push_back(m.request->id);
+  for (const std::unique_ptr<Request>& m : made) ids.push_back(m->id);
   {
     const std::lock_guard lock(mutex_);
     if (stopping_) return resource_exhausted("the engine has stopped");
@@ -61,7 +61,7 @@ void Engine::shutdown() {
   if (loop_.joinable()) loop_.join();
 }
 
-bool Engine::take_inbox(bool busy, std::vector<std::vector<NewRequest>>& adds,
+bool Engine::take_inbox(bool busy, std::vector<std::vector<std::unique_ptr<Request>>>& adds,
                         std::vector<RequestId>& aborts) {
   std::unique_lock lock(mutex_);
   if (!busy) {
@@ -87,13 +87,13 @@ void Engine::publish(std::vector<Delivery>& out) {
 // iteration made progress the loop does not wait; when nothing could run it sleeps
 // until the inbox changes.
 void Engine::run() {
-  std::vector<std::vector<NewRequest>> adds;
+  std::vector<std::vector<std::unique_ptr<Request>>> adds;
   std::vector<RequestId> aborts;
   std::vector<Delivery> out;
   bool busy = false;
   while (true) {
     const bool stopping = take_inbox(busy, adds, aborts);
-    for (std::vector<NewRequest>& made : adds) core_->admit(std::move(made), out);
+    for (std::vector<std::unique_ptr<Request>>& made : adds) core_->admit(std::move(made), out);
     adds.clear();
     for (const RequestId id : aborts) core_->abort(id, "", out);
     aborts.clear();

@@ -56,7 +56,7 @@ class Engine {
   void run();
   // Waits for input unless `busy`, then moves the inbox into adds / aborts. Returns
   // whether the engine is stopping.
-  bool take_inbox(bool busy, std::vector<std::vector<NewRequest>>& adds,
+  bool take_inbox(bool busy, std::vector<std::vector<std::unique_ptr<Request>>>& adds,
                   std::vector<RequestId>& aborts);
   void publish(std::vector<Delivery>& out);
 
@@ -64,7 +64,7 @@ class Engine {
 
   mutable std::mutex mutex_;  // guards everything below
   std::condition_variable wake_;
-  std::vector<std::vector<NewRequest>> inbox_adds_;
+  std::vector<std::vector<std::unique_ptr<Request>>> inbox_adds_;
   std::vector<RequestId> inbox_aborts_;
   bool stopping_ = false;
   EngineStats stats_;

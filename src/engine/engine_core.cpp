@@ -103,12 +103,12 @@ Status EngineCore::check_request(const EngineRequest& request) const {
   return Status::ok_status();
 }
 
-Expected<std::vector<NewRequest>> EngineCore::make_requests(EngineRequest request,
-                                                            std::shared_ptr<RequestSink> sink) {
+Expected<std::vector<std::unique_ptr<Request>>> EngineCore::make_requests(
+    EngineRequest request, std::shared_ptr<RequestSink> sink) {
   if (!sink) return invalid_argument("a request needs a sink for its outputs");
   PAGODA_TRY(check_request(request));
   const RequestId first = next_id_.fetch_add(static_cast<RequestId>(request.n));
-  std::vector<NewRequest> made;
+  std::vector<std::unique_ptr<Request>> made;
   made.reserve(static_cast<size_t>(request.n));
   for (int32_t i = 0; i < request.n; ++i) {
     SamplingParams sampling = request.sampling;
@@ -126,39 +126,33 @@ Expected<std::vector<NewRequest>> EngineCore::make_requests(EngineRequest reques
     r->cache_salt = request.cache_salt;
     if (i > 0) r->parent = first;
     r->sink = sink;
-    made.push_back(NewRequest{std::move(r), std::move(processor)});
+    r->processor.emplace(std::move(processor));
+    made.push_back(std::move(r));
   }
   return made;
 }
 
-void EngineCore::admit(std::vector<NewRequest> requests, std::vector<Delivery>& out) {
-  for (NewRequest& made : requests) {
-    const RequestId id = made.request->id;
-    std::shared_ptr<RequestSink> sink = made.request->sink;
-    auto [processor, inserted] = processors_.emplace(id, std::move(made.processor));
-    if (!inserted) continue;  // ids are unique; a repeated one is dropped
-    const Status added = scheduler_.add(std::move(made.request));
-    if (!added.ok()) {
-      out.push_back(Delivery{std::move(sink), processor->second.abort(added.message())});
-      processors_.erase(processor);
+void EngineCore::admit(std::vector<std::unique_ptr<Request>> requests, std::vector<Delivery>& out) {
+  for (std::unique_ptr<Request>& request : requests) {
+    if (!request || !request->processor) continue;  // only make_requests' requests
+    const Status refused = scheduler_.check_new_request(*request);
+    if (!refused.ok()) {
+      out.push_back(delivery(*request, request->processor->abort(refused.message())));
+      continue;
     }
+    (void)scheduler_.add(std::move(request));  // checked just above
   }
 }
 
 void EngineCore::abort(RequestId id, const std::string& error, std::vector<Delivery>& out) {
-  const auto processor = processors_.find(id);
-  if (processor == processors_.end()) return;
   const std::unique_ptr<Request> request = scheduler_.finish(id);
-  if (request) out.push_back(delivery(*request, processor->second.abort(error)));
-  processors_.erase(processor);
+  if (request && request->processor) {
+    out.push_back(delivery(*request, request->processor->abort(error)));
+  }
 }
 
 void EngineCore::abort_all(const std::string& error, std::vector<Delivery>& out) {
-  std::vector<RequestId> ids;
-  ids.reserve(processors_.size());
-  for (const auto& [id, processor] : processors_) ids.push_back(id);
-  std::sort(ids.begin(), ids.end());
-  for (const RequestId id : ids) abort(id, error, out);
+  for (const RequestId id : scheduler_.request_ids()) abort(id, error, out);
 }
 
 Delivery EngineCore::delivery(const Request& request, RequestOutput output) const {

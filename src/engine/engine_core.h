@@ -1,7 +1,7 @@
 #pragma once
 // The engine's single-threaded heart: the KV storage (allocated once from the memory
-// budget), the block manager, the scheduler, the model runner and one RequestProcessor
-// per request. One step is nano-vllm's three lines: schedule(), run the batch, then
+// budget), the block manager, the scheduler (which owns every request, its
+// RequestProcessor included) and the model runner. One step is nano-vllm's three lines: schedule(), run the batch, then
 // sample / detokenize / stop-check every request that got logits and hand the
 // scheduler the sampled tokens. Outputs are collected for the caller to deliver.
 //
@@ -13,7 +13,6 @@
 #include <cstdint>
 #include <memory>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "backend/backend.h"
@@ -41,12 +40,6 @@ struct EngineRequest {
   // (0-based) samples with seed + i when a seed is given, so each one is reproducible
   // and they differ from each other.
   int32_t n = 1;
-};
-
-// A request checked and ready to join the scheduler.
-struct NewRequest {
-  std::unique_ptr<Request> request;
-  RequestProcessor processor;
 };
 
 // An output and the sink it goes to.
@@ -89,11 +82,11 @@ class EngineCore {
   // Checks `request` (a non-empty prompt of valid ids shorter than max_model_len, sampling
   // and stop parameters in range, 1 <= n <= max_running) and makes its n Requests, each
   // with a fresh id; the first is the parent of the others. Thread-safe.
-  Expected<std::vector<NewRequest>> make_requests(EngineRequest request,
-                                                  std::shared_ptr<RequestSink> sink);
+  Expected<std::vector<std::unique_ptr<Request>>> make_requests(EngineRequest request,
+                                                                std::shared_ptr<RequestSink> sink);
 
   // Hands new requests to the scheduler; one it refuses gets an error output.
-  void admit(std::vector<NewRequest> requests, std::vector<Delivery>& out);
+  void admit(std::vector<std::unique_ptr<Request>> requests, std::vector<Delivery>& out);
   // Ends a request, waiting or running: its blocks go back at once and its sink gets a
   // last output with finish kAbort (and `error`, if any). Unknown ids are ignored.
   void abort(RequestId id, const std::string& error, std::vector<Delivery>& out);
@@ -119,8 +112,6 @@ class EngineCore {
   void process_logits(const SchedulerOutput& plan, const StepLogits& logits,
                       std::vector<Delivery>& out);
   void fail_step(const SchedulerOutput& plan, const Status& error, std::vector<Delivery>& out);
-  // Removes a request from the scheduler (its blocks return) and its processor.
-  void retire(RequestId id);
   Delivery delivery(const Request& request, RequestOutput output) const;
 
   model::Model* model_;
@@ -131,15 +122,13 @@ class EngineCore {
   kv::KvCacheManager kv_;
   Scheduler scheduler_;  // refers to kv_
   ModelRunner runner_;
-  std::unordered_map<RequestId, RequestProcessor> processors_;
   std::atomic<RequestId> next_id_{1};
 
   // Per-step scratch, capacity kept between steps.
   std::vector<RunnerSequence> sequences_;    // [scheduled]
   // One request of the step that samples: its logits, and how its sampling went.
   struct Sampling {
-    const Request* request;
-    RequestProcessor* processor;
+    Request* request;
     std::span<const float> logits;
     Status status;
   };

@@ -110,6 +110,8 @@ Expected<model::ForwardBatch> ModelRunner::prepare(std::span<const RunnerSequenc
   batch.attention.slot_mapping = slots_;
   batch.attention.block_size = block_size_;
   batch.logit_rows = logit_rows_;
+  // The one place a batch is checked: the model and the backend only assert it.
+  PAGODA_TRY(model::check_batch(batch, model_->config(), model_->batch_limits(), *kv_, logits_));
   return batch;
 }
 

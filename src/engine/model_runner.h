@@ -57,9 +57,10 @@ class ModelRunner {
   static Expected<ModelRunner> create(model::Model& model, backend::Backend& backend,
                                       backend::KvStorage& kv, RunnerLimits limits);
 
-  // The forward batch of one step, valid until the next call. Fails, building nothing,
-  // when the step exceeds the limits, a sequence runs no token, or a sequence's tokens
-  // or block table do not cover what it runs.
+  // The forward batch of one step, valid until the next call. Fails, running nothing,
+  // when the step exceeds the limits, a sequence runs no token, a sequence's tokens or
+  // block table do not cover what it runs, or the batch built fails check_batch
+  // (model/batch_check.h): the runner is where every batch is checked.
   Expected<model::ForwardBatch> prepare(std::span<const RunnerSequence> sequences);
 
   // Performs `copies` in order, then one forward pass over `sequences`. Returns the

@@ -1,7 +1,8 @@
 #pragma once
 // A request's logical state, and nothing else (DESIGN.md invariant 1): token ids, how
 // many of them have K/V in the cache, sampling and stop parameters, priority, arrival
-// order and where its outputs go. Its KV blocks are the KvCacheManager's table under
+// order, where its outputs go and what makes them (its sampler, detokenizer and stop
+// checker). The scheduler owns it: one record per request, found by id. Its KV blocks are the KvCacheManager's table under
 // the same id; no device memory belongs to a request.
 
 #include <cstdint>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "engine/request_output.h"
+#include "engine/request_processor.h"
 #include "engine/sampling_params.h"
 #include "engine/stop_checker.h"
 
@@ -46,6 +48,9 @@ struct Request {
   // or shared with its parent (n_prompt_tokens - 1 for a forked `n` completion).
   int32_t n_cached_prompt_tokens = 0;
   std::shared_ptr<RequestSink> sink;
+  // Turns its logits into outputs (the engine's; empty where a test drives the
+  // scheduler alone).
+  std::optional<RequestProcessor> processor;
 
   int32_t num_tokens() const { return static_cast<int32_t>(tokens.size()); }
   int32_t n_generated() const { return num_tokens() - n_prompt_tokens; }

@@ -141,6 +141,14 @@ const Request* Scheduler::find(RequestId id) const {
   return found == requests_.end() ? nullptr : found->second.get();
 }
 
+std::vector<RequestId> Scheduler::request_ids() const {
+  std::vector<RequestId> ids;
+  ids.reserve(requests_.size());
+  for (const auto& [id, request] : requests_) ids.push_back(id);
+  std::sort(ids.begin(), ids.end());
+  return ids;
+}
+
 int32_t Scheduler::n_waiting() const {
   return static_cast<int32_t>(waiting_.size());
 }

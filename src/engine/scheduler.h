@@ -84,6 +84,8 @@ class Scheduler {
   // max_model_len) - 1 positions), a parent that is itself, or a queued parent with
   // another prompt or cache salt.
   Status add(std::unique_ptr<Request> request);
+  // What add() would refuse `request` for, without taking it.
+  Status check_new_request(const Request& request) const;
   // Decides the next step; empty when nothing can run.
   SchedulerOutput schedule();
   // Applies a finished step: every scheduled request's num_computed_tokens advances by
@@ -101,6 +103,7 @@ class Scheduler {
   int32_t n_waiting() const;
   int32_t n_running() const;
   bool has_requests() const;
+  std::vector<RequestId> request_ids() const;  // waiting and running, in ascending order
   const SchedulerStats& stats() const;
   const SchedulerConfig& config() const;
 
@@ -109,7 +112,6 @@ class Scheduler {
   enum class ParentLink { kNone, kWaitForParent, kFork };
   enum class Admission { kAdmitted, kSkipped, kNoBlocks };
 
-  Status check_new_request(const Request& request) const;
   int32_t schedule_running(SchedulerOutput& output, int32_t budget);
   bool allocate_or_preempt(Request& request, int32_t n_tokens, SchedulerOutput& output);
   void preempt(Request& request, SchedulerOutput& output);

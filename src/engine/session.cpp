@@ -51,7 +51,7 @@ Expected<std::unique_ptr<Session>> Session::create(model::Model& model, backend:
 Expected<GenerationResult> Session::generate(EngineRequest request, const TextCallback& on_text) {
   if (request.n != 1) return invalid_argument("a session runs one completion at a time");
   auto sink = std::make_shared<CollectingSink>();
-  PAGODA_ASSIGN_OR_RETURN(std::vector<NewRequest> made,
+  PAGODA_ASSIGN_OR_RETURN(std::vector<std::unique_ptr<Request>> made,
                           core_->make_requests(std::move(request), sink));
   const Clock::time_point start = Clock::now();
   std::vector<Delivery> deliveries;

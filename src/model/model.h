@@ -11,6 +11,7 @@
 #include "backend/backend.h"
 #include "core/status.h"
 #include "gguf/reader.h"
+#include "model/batch_check.h"
 #include "model/config.h"
 #include "model/forward_batch.h"
 
@@ -25,10 +26,14 @@ class Model {
  public:
   virtual ~Model() = default;
   virtual const ModelConfig& config() const = 0;
-  // Runs one batch. Writes the logits of batch.logit_rows, in order, to `logits`
-  // ([logit_rows.size()][n_vocab] f32, host memory; it may be longer). Fails without
-  // touching the KV cache on a malformed batch (see batch_check.h) or one larger than
-  // the load options allow; fails after the pass if a backend op reported an error.
+  // What a batch may hold: the load options' sizes, and the positions a learned
+  // position table covers. check_batch (batch_check.h) takes them.
+  virtual BatchLimits batch_limits() const = 0;
+  // Runs one batch, which must pass check_batch for this model, its KV storage and
+  // `logits`: the engine's ModelRunner checks every batch it builds, so a malformed one
+  // here is a bug (asserted, not reported). Writes the logits of batch.logit_rows, in
+  // order, to `logits` ([logit_rows.size()][n_vocab] f32, host memory; it may be longer).
+  // Fails after the pass if a backend op reported an error.
   virtual Status forward(const ForwardBatch& batch, backend::KvStorage& kv,
                          std::span<float> logits) = 0;
 };

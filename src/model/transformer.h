@@ -74,7 +74,8 @@ struct RmsEmbeddingAndHead {
 class TransformerModel : public Model {
  public:
   const ModelConfig& config() const final { return config_; }
-  // Checks the batch (nothing runs on a bad one), runs the pass, copies the logits out.
+  BatchLimits batch_limits() const final { return limits_; }
+  // Runs the pass over a checked batch, copies the logits out.
   Status forward(const ForwardBatch& batch, backend::KvStorage& kv,
                  std::span<float> logits) final;
   // Allocates the scratch of the output head; the architecture's factory calls it once.

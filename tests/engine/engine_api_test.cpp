@@ -43,6 +43,7 @@ class GatedModel final : public model::Model {
  public:
   GatedModel(model::Model& inner, int32_t poison = -1) : inner_(inner), poison_(poison) {}
   const model::ModelConfig& config() const override { return inner_.config(); }
+  model::BatchLimits batch_limits() const override { return inner_.batch_limits(); }
   Status forward(const model::ForwardBatch& batch, backend::KvStorage& kv,
                  std::span<float> logits) override {
     {

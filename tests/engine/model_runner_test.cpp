@@ -119,6 +119,15 @@ TEST_F(ModelRunnerTest, RefusesStepsItCannotBuild) {
           "model runner: a request runs tokens up to 21 but has 20");
   refused({{.first_position = 0, .n_tokens = 17, .tokens = a, .block_table = one_block}},
           "model runner: a request of 17 tokens has 1 KV blocks, needs 2");
+  // What the runner builds is checked against the model and the storage too.
+  std::vector<int32_t> bad_token = a;
+  bad_token[3] = 512;
+  const std::vector<int32_t> outside = {40};
+  refused({{.first_position = 0, .n_tokens = 16, .tokens = bad_token, .block_table = one_block}},
+          "forward: token id 512 is outside the vocabulary of 512");
+  refused({{.first_position = 0, .n_tokens = 16, .tokens = a, .block_table = outside}},
+          "forward: block id 40 is outside the KV storage's " +
+              std::to_string(kv_->shape().n_blocks) + " blocks");
   EXPECT_TRUE(runner_->prepare(std::vector<RunnerSequence>{good}).ok());
 }
 
