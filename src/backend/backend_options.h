@@ -65,6 +65,10 @@ struct CudaBackendOptions {
   // Pinned host memory and its device twin for one step's host inputs (token ids,
   // positions, block tables, KV slots), allocated once at creation.
   size_t staging_bytes = size_t{16} << 20;
+  // Every matmul through the few-token kernel, a group of tokens at a time, so that a
+  // token's outputs are bit for bit the same whatever else is in its batch (what the
+  // CPU's fast numerics give); prompts run slower. Off: many tokens go to cuBLAS.
+  bool batch_invariant = false;
 };
 
 // A GPU memory share: in (0, 1].

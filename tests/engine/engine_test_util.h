@@ -15,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-#include "backend/cpu/cpu_backend.h"
+#include "test_backend.h"
 #include "engine/engine.h"
 #include "gguf/reader.h"
 #include "model/model.h"
@@ -32,8 +32,8 @@ struct BatchedModel {
   std::unique_ptr<tokenizer::Tokenizer> tokenizer;
 };
 
-// A model file on a one-thread CPU backend (the machine is shared: a spinning pool would
-// wait on descheduled threads), loaded for `options`.
+// A model file on the test backend (test_backend.h: one CPU thread, or the GPU),
+// loaded for `options`.
 inline BatchedModel load_batched_model_file(const std::string& path,
                                             const model::LoadOptions& options) {
   BatchedModel m;
@@ -41,9 +41,8 @@ inline BatchedModel load_batched_model_file(const std::string& path,
   EXPECT_TRUE(reader.ok()) << reader.status().message();
   if (!reader.ok()) return m;
   m.file = std::make_unique<gguf::Reader>(std::move(reader).value());
-  backend::CpuBackendOptions backend_options;
-  backend_options.n_threads = 1;
-  m.backend = backend::make_cpu_backend(backend_options);
+  m.backend = pagoda::testing::make_test_backend();
+  if (!m.backend) return m;
   Expected<std::unique_ptr<model::Model>> model = model::load_model(*m.file, *m.backend, options);
   EXPECT_TRUE(model.ok()) << model.status().message();
   if (model.ok()) m.model = std::move(model).value();

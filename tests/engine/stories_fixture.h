@@ -1,5 +1,5 @@
 #pragma once
-// stories260K.gguf loaded on the CPU backend with its tokenizer, and an engine session
+// stories260K.gguf loaded on the test backend (test_backend.h) with its tokenizer, and an engine session
 // over it with a context of a chosen size: what the session tests share.
 
 #include <gtest/gtest.h>
@@ -7,7 +7,7 @@
 #include <memory>
 #include <string>
 
-#include "backend/cpu/cpu_backend.h"
+#include "test_backend.h"
 #include "engine/session.h"
 #include "gguf/reader.h"
 #include "model/model.h"
@@ -31,10 +31,8 @@ inline LoadedStories load_shared_model(const std::string& name, int32_t max_batc
   EXPECT_TRUE(reader.ok()) << reader.status().message();
   if (!reader.ok()) return loaded;
   loaded.file = std::make_unique<gguf::Reader>(std::move(reader).value());
-  backend::CpuBackendOptions options;
-  options.n_threads =
-      1;  // the machine is shared: a spinning pool would wait on descheduled threads
-  loaded.backend = backend::make_cpu_backend(options);
+  loaded.backend = pagoda::testing::make_test_backend();
+  if (!loaded.backend) return loaded;
   model::LoadOptions load;
   load.max_batch_tokens = max_batch_tokens;
   load.max_logit_rows = 1;

@@ -1,7 +1,8 @@
 #pragma once
-// Runs the shared test models on the CPU backend, one sequence at a time: the test
-// builds the ForwardBatch itself (one SequenceAttention, a block table 0..n covering
-// the context, slot p for position p), as the engine's ModelRunner will.
+// Runs the shared test models (on the CPU backend unless a test gives another), one
+// sequence at a time: the test builds the ForwardBatch itself (one SequenceAttention, a
+// block table 0..n covering the context, slot p for position p), as the engine's
+// ModelRunner does.
 
 #include <gtest/gtest.h>
 
@@ -31,15 +32,15 @@ struct LoadedModel {
   std::unique_ptr<tokenizer::Tokenizer> tokenizer;
 };
 
-// Reference numerics by default: most tests compare with the reference build's outputs.
-inline LoadedModel load(const std::string& file_name, const LoadOptions& options = {},
-                        backend::CpuNumerics numerics = backend::CpuNumerics::kReference) {
+// A model file of the shared folder loaded on `backend`, with its tokenizer.
+inline LoadedModel load_on(std::unique_ptr<backend::Backend> backend, const std::string& file_name,
+                           const LoadOptions& options = {}) {
   LoadedModel m;
   Expected<gguf::Reader> reader = gguf::Reader::open(model_path(file_name));
   EXPECT_TRUE(reader.ok()) << reader.status().message();
-  if (!reader.ok()) return m;
+  if (!reader.ok() || !backend) return m;
   m.file = std::make_unique<gguf::Reader>(std::move(reader).value());
-  m.backend = backend::make_cpu_backend({.numerics = numerics});
+  m.backend = std::move(backend);
   Expected<std::unique_ptr<Model>> model = load_model(*m.file, *m.backend, options);
   EXPECT_TRUE(model.ok()) << model.status().message();
   if (model.ok()) m.model = std::move(model).value();
@@ -47,6 +48,13 @@ inline LoadedModel load(const std::string& file_name, const LoadOptions& options
   EXPECT_TRUE(tok.ok()) << tok.status().message();
   if (tok.ok()) m.tokenizer = std::make_unique<tokenizer::Tokenizer>(std::move(tok).value());
   return m;
+}
+
+// On the CPU backend; reference numerics by default: most tests compare with the
+// reference build's outputs.
+inline LoadedModel load(const std::string& file_name, const LoadOptions& options = {},
+                        backend::CpuNumerics numerics = backend::CpuNumerics::kReference) {
+  return load_on(backend::make_cpu_backend({.numerics = numerics}), file_name, options);
 }
 
 // One sequence's KV cache and position. Each feed() is one forward pass over the next
