@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -66,6 +67,14 @@ class Backend {
   // as it is (weights stay in the mmap); a GPU copies it to device memory.
   virtual Expected<TensorView> upload_weight(const TensorView& host) = 0;
   virtual void copy_to_host(const TensorView& src, void* dst) = 0;   // contiguous src
+  // Bytes a KV cache may take on this backend's device when none is configured, and
+  // how that figure came about (for the log); nullopt: the cache lives in host memory
+  // and the engine sizes it from the host's available memory.
+  struct CacheMemory {
+    uint64_t bytes = 0;
+    std::string description;  // e.g. "90% of 139.8 GiB less 2.1 GiB taken"
+  };
+  virtual std::optional<CacheMemory> cache_memory() const { return std::nullopt; }
   // Whether ops may read and write views of host memory directly (the CPU's ops: the
   // host's memory is theirs), so that a caller can have results written where it wants
   // them instead of copying them there.
