@@ -253,7 +253,7 @@ bool is_head_view(const TensorView& v, int64_t head_dim, int64_t n_heads, int64_
 Status check_attention(const TensorView& q, const TensorView& k, const TensorView& v,
                        const KvLayer& layer, const DeviceAttentionBatch& batch, const TensorView& out) {
   const int64_t head_dim = q.ne[0], n_heads = q.ne[1], n_tokens = q.ne[2], n_kv_heads = k.ne[1];
-  KvType type;
+  KvType type = KvType::kF16;
   if (!kv_type_of(layer.k.type, &type) || layer.v.type != layer.k.type) {
     return unsupported("attention: the KV cache must be f16, f32 or q8_0");
   }
@@ -265,7 +265,7 @@ Status check_attention(const TensorView& q, const TensorView& k, const TensorVie
   const size_t align = layer.k.type == DType::F32 ? 4 : 2;
   if (!is_head_view(q, head_dim, n_heads, n_tokens) || !is_head_view(k, head_dim, n_kv_heads, n_tokens) ||
       !is_head_view(v, head_dim, n_kv_heads, n_tokens) || n_kv_heads <= 0 || n_heads < n_kv_heads || n_heads % n_kv_heads != 0 ||
-      !is_f32_rows(out) || out.ne[0] != n_heads * head_dim || out.n_rows() != n_tokens ||
+      !is_f32_rows(out) || out.ne[0] != n_heads * head_dim || out.ne[1] != n_tokens || out.n_rows() != n_tokens ||
       layer.k.ne[0] != row_values || layer.v.ne[0] != row_values || layer.k.nb[1] != layer.v.nb[1] ||
       layer.k.nb[1] < row || layer.k.nb[1] % align != 0 || layer.k.data == nullptr ||
       layer.v.data == nullptr || reinterpret_cast<uintptr_t>(layer.k.data) % align != 0 ||
@@ -365,8 +365,8 @@ Status attention(const Context& ctx, const TensorView& q, const TensorView& k, c
   a.head_chunks = (a.group + a.warps - 1) / a.warps;
   a.n_splits = batch.max_n_context > kSplitPositions ? (batch.max_n_context + kSplitPositions - 1) / kSplitPositions : 1;
   a.scale = scale;
-  KvType type;
-  kv_type_of(layer.k.type, &type);
+  KvType type = KvType::kF16;
+  if (!kv_type_of(layer.k.type, &type)) return internal_error("attention: cache type");
   switch (type) {
     case KvType::kF32: return run_attention<KvType::kF32>(ctx, a, n_tokens);
     case KvType::kF16: return run_attention<KvType::kF16>(ctx, a, n_tokens);

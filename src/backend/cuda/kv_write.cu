@@ -79,7 +79,7 @@ __global__ void write_kv_kernel(KvWriteArgs a) {
 
 Status write_kv_rows(const Context& ctx, const TensorView& k, const TensorView& v,
                      const KvLayer& layer, const int64_t* slot_mapping) {
-  KvType type;
+  KvType type = KvType::kF16;
   const int64_t head_dim = k.ne[0], n_kv_heads = k.ne[1], n_tokens = k.ne[2];
   if (!kv_type_of(layer.k.type, &type) || layer.v.type != layer.k.type || head_dim % 32 != 0 ||
       layer.k.nb[1] != layer.v.nb[1]) {

@@ -6,39 +6,29 @@
 
 #include <cmath>
 #include <cstdint>
-#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "backend/backend.h"
 #include "backend/cpu/cpu_backend.h"
-#include "backend/cuda/cuda_backend.h"
 #include "backend/test_util.h"
 #include "core/fp16.h"
+#include "cuda_test_util.h"
 
 namespace pagoda::backend {
 namespace {
 
 using testing::Matrix;
 
-constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
-
-// A device copy of a host Matrix: the same [rows][stride] layout; `view` shows the same
-// columns with the same row stride as Matrix::view().
-struct DeviceMatrix {
-  std::unique_ptr<Buffer> buffer;
-  TensorView whole;  // [rows][stride], contiguous
-  TensorView view;   // [rows][cols] of it
-};
+using cuda_testing::DeviceTensor;
 
 class CudaOpsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device";
-    Expected<std::unique_ptr<Backend>> gpu = make_cuda_backend();
-    ASSERT_TRUE(gpu.ok()) << gpu.status().message();
-    gpu_ = std::move(gpu).value();
+    PAGODA_SKIP_WITHOUT_CUDA();
+    gpu_ = cuda_testing::make_backend();
+    ASSERT_NE(gpu_, nullptr);
     cpu_ = make_cpu_backend({.n_threads = 2, .numerics = CpuNumerics::kFast});
   }
   void TearDown() override {
@@ -48,29 +38,19 @@ class CudaOpsTest : public ::testing::Test {
     EXPECT_TRUE(cpu_->take_error().ok());
   }
 
-  DeviceMatrix upload(const Matrix& m) {
-    DeviceMatrix d;
-    Expected<std::unique_ptr<Buffer>> buffer = gpu_->allocate(m.data.size() * sizeof(float));
-    EXPECT_TRUE(buffer.ok()) << buffer.status().message();
-    if (!buffer.ok()) return d;
-    d.buffer = std::move(buffer).value();
-    d.whole = make_view(d.buffer->data(), DType::F32, m.stride, m.rows);
-    gpu_->copy_from_host(m.data.data(), d.whole);
-    d.view = d.whole;
-    d.view.ne[0] = m.cols;
+  // A device copy of a host Matrix in its [rows][stride] layout: `view` shows the same
+  // columns with the same row stride as Matrix::view().
+  DeviceTensor upload(const Matrix& m) {
+    DeviceTensor d = cuda_testing::allocate(*gpu_, m.cols, m.rows, m.stride - m.cols);
+    if (d.buffer != nullptr) gpu_->copy_from_host(m.data.data(), d.whole());
     return d;
   }
   // A device matrix of m's layout holding NaN everywhere.
-  DeviceMatrix poisoned_like(const Matrix& m) {
-    Matrix nan = m;
-    for (float& x : nan.data) x = kNaN;
-    return upload(nan);
-  }
+  DeviceTensor poisoned_like(const Matrix& m) { return cuda_testing::allocate(*gpu_, m.cols, m.rows, m.stride - m.cols); }
   // The device matrix back as a host Matrix of m's layout.
-  Matrix download(const DeviceMatrix& d, const Matrix& layout) {
+  Matrix download(const DeviceTensor& d, const Matrix& layout) {
     Matrix back = layout;
-    gpu_->copy_to_host(d.whole, back.data.data());
-    gpu_->synchronize();
+    back.data = cuda_testing::download_whole(*gpu_, d);
     return back;
   }
   // The weight vector on the device (upload_weight, as a model's are).
@@ -105,7 +85,7 @@ double expect_close(const Matrix& gpu, const Matrix& cpu, double atol, double rt
 TEST_F(CudaOpsTest, AddAndAddBiasAreExact) {
   for (int64_t n : {1, 33, 4097}) {
     Matrix a(37, n, 3, 1), b(37, n, 1, 2), out(37, n, 2);
-    DeviceMatrix da = upload(a), db = upload(b), dout = poisoned_like(out);
+    DeviceTensor da = upload(a), db = upload(b), dout = poisoned_like(out);
     cpu_->add(a.view(), b.view(), out.view());
     gpu_->add(da.view, db.view, dout.view);
     expect_close(download(dout, out), out, 0, 0, "add");
@@ -132,7 +112,7 @@ TEST_F(CudaOpsTest, RmsNormMatchesCpu) {
   for (int64_t n : {64, 576, 2048, 4103}) {
     Matrix x(23, n, 5, 10 + static_cast<uint32_t>(n), 3.0f), y(23, n, 1);
     std::vector<float> w = testing::random_values(static_cast<size_t>(n), 11);
-    DeviceMatrix dx = upload(x), dy = poisoned_like(y);
+    DeviceTensor dx = upload(x), dy = poisoned_like(y);
     const TensorView dw = upload_vector(w.data(), DType::F32, n);
     const TensorView hw = make_view(w.data(), DType::F32, n);
     cpu_->rms_norm(x.view(), hw, 1e-6f, y.view());
@@ -144,7 +124,7 @@ TEST_F(CudaOpsTest, RmsNormMatchesCpu) {
   // Per head (qk-norm): rows of 128 in a head view of strided token rows.
   Matrix x(19, 8 * 128, 7, 12), y(19, 8 * 128, 3);
   std::vector<float> w = testing::random_values(128, 13);
-  DeviceMatrix dx = upload(x), dy = poisoned_like(y);
+  DeviceTensor dx = upload(x), dy = poisoned_like(y);
   cpu_->rms_norm(split_rows_into_heads(x.view(), 128), make_view(w.data(), DType::F32, 128), 1e-5f,
                  split_rows_into_heads(y.view(), 128));
   gpu_->rms_norm(split_rows_into_heads(dx.view, 128), upload_vector(w.data(), DType::F32, 128), 1e-5f,
@@ -161,7 +141,7 @@ TEST_F(CudaOpsTest, LayerNormMatchesCpu) {
       for (int64_t c = 0; c < n; ++c) x.at(r, c) += 5.0f;  // a mean away from zero
     std::vector<float> w = testing::random_values(static_cast<size_t>(n), 21);
     std::vector<float> b = testing::random_values(static_cast<size_t>(n), 22);
-    DeviceMatrix dx = upload(x), dy = poisoned_like(y);
+    DeviceTensor dx = upload(x), dy = poisoned_like(y);
     const TensorView dw = upload_vector(w.data(), DType::F32, n), db = upload_vector(b.data(), DType::F32, n);
     cpu_->layer_norm(x.view(), make_view(w.data(), DType::F32, n), make_view(b.data(), DType::F32, n), 1e-5f,
                      y.view());
@@ -205,7 +185,7 @@ TEST_F(CudaOpsTest, RopeMatchesCpu) {
       gpu_params.freq_factors = static_cast<const float*>(
           upload_vector(factors.data(), DType::F32, int64_t(factors.size())).data);
     }
-    DeviceMatrix dx = upload(x);
+    DeviceTensor dx = upload(x);
     cpu_->rope(split_rows_into_heads(x.view(), rc.head_dim), positions, cpu_params);
     gpu_->rope(split_rows_into_heads(dx.view, rc.head_dim), positions, gpu_params);
     const Matrix back = download(dx, x);
@@ -238,7 +218,7 @@ TEST_F(CudaOpsTest, SiluMulMatchesCpu) {
   Matrix gate(13, 3001, 3, 40, 6.0f), up(13, 3001, 0, 41), out(13, 3001, 2);
   gate.at(0, 0) = -100.0f;  // exp overflows: silu is -0
   gate.at(0, 1) = 100.0f;
-  DeviceMatrix dg = upload(gate), du = upload(up), dout = poisoned_like(out);
+  DeviceTensor dg = upload(gate), du = upload(up), dout = poisoned_like(out);
   cpu_->silu_mul(gate.view(), up.view(), out.view());
   gpu_->silu_mul(dg.view, du.view, dout.view);
   expect_close(download(dout, out), out, 1e-30, 1e-6, "silu_mul");
@@ -254,7 +234,7 @@ TEST_F(CudaOpsTest, GeluMatchesTheCpuTable) {
   const float specials[] = {-12.0f, -10.0f, -9.99f, -1e-8f, 0.0f, 1e-8f, 9.99f, 10.0f, 12.0f, 3e4f};
   for (size_t i = 0; i < std::size(specials); ++i) x.at(0, int64_t(i)) = specials[i];
   const Matrix input = x;
-  DeviceMatrix dx = upload(x);
+  DeviceTensor dx = upload(x);
   cpu_->gelu(x.view());
   gpu_->gelu(dx.view);
   const Matrix back = download(dx, x);
@@ -278,7 +258,7 @@ TEST_F(CudaOpsTest, GeluMatchesTheCpuTable) {
 // Views the ops cannot handle are errors from take_error(), never launched.
 TEST_F(CudaOpsTest, BadViewsAreErrors) {
   Matrix a(4, 64, 0, 60), b(4, 32, 0, 61);
-  DeviceMatrix da = upload(a), db = upload(b);
+  DeviceTensor da = upload(a), db = upload(b);
   gpu_->add(da.view, db.view, da.view);
   EXPECT_FALSE(gpu_->take_error().ok());
   std::vector<float> w(32, 1.0f);
