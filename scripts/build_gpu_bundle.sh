@@ -122,9 +122,12 @@ copy_data() {
   cp scripts/gpu_check.sh "$bundle/"
 }
 
-# The newest glibc symbol version a bundled file needs (the GPU machine has >= 2.36).
-newest_glibc() {
-  objdump -T "$@" 2>/dev/null | grep -o 'GLIBC_[0-9.]*' | sort -u -V | tail -n 1
+# The newest symbol version of glibc (GLIBC_) or libstdc++ (GLIBCXX_) a bundled file
+# needs: the GPU machine's must be as new (glibc >= 2.36 there).
+newest_version() {
+  local prefix="$1"
+  shift
+  objdump -T "$@" 2>/dev/null | grep -o "${prefix}_[0-9.]*" | sort -u -V | tail -n 1
 }
 
 check_and_describe() {
@@ -138,7 +141,8 @@ check_and_describe() {
     echo "commit: $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src CMakeLists.txt cmake tests || echo ' (with uncommitted changes)')"
     echo "built: $(date -u +%Y-%m-%dT%H:%MZ) on $(. /etc/os-release && echo "$PRETTY_NAME"), $(nvcc --version | tail -n 1)"
     echo "CUDA architectures: 90"
-    echo "newest glibc symbol needed: $(newest_glibc "$bundle"/pagoda "$bundle"/test_* "$bundle"/lib/*)"
+    echo "newest symbols needed: $(newest_version GLIBC "$bundle"/pagoda "$bundle"/test_* "$bundle"/lib/*)," \
+      "$(newest_version GLIBCXX "$bundle"/pagoda "$bundle"/test_* "$bundle"/lib/*)"
     echo "shared data path compiled in: $shared_link/shared"
     echo
     (cd "$bundle" && find . -type f ! -name MANIFEST.txt -printf '%10s  %P\n' | sort -k2)

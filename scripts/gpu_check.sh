@@ -34,6 +34,8 @@ mkdir -p "$log_dir"
 # The binaries find their libraries through RPATH $ORIGIN/lib; cuBLAS comes from the
 # machine's toolkit, wherever the loader or a usual place has it.
 setup_environment() {
+  # A copy that lost the executable bits (an archive, a file transfer) still runs.
+  chmod u+x "$bundle"/pagoda "$bundle"/test_* 2>/dev/null
   local dirs="$bundle/lib" d
   for d in /usr/local/cuda/lib64 /usr/local/cuda/lib /usr/local/cuda/targets/x86_64-linux/lib; do
     [[ -e "$d/libcublas.so.13" ]] && dirs="$dirs:$d"
@@ -94,9 +96,9 @@ stage_libraries() {
 
 # A GoogleTest binary of the bundle, its results also as XML beside the log.
 run_gtest() {
-  local log="$1" limit="$2" binary="$bundle/$3"
+  local log="$1" limit="$2" name="$3" binary="$bundle/$3"
   shift 3
-  [[ -x "$binary" ]] || { echo "no $binary" >>"$log"; return 2; }
+  [[ -x "$binary" ]] || { echo "no $binary" >>"$log"; note="no $name in the bundle"; return 2; }
   run_logged "$log" "$limit" "$binary" --gtest_brief=1 --gtest_output="xml:$log_dir/$(basename "$binary").xml" "$@"
   local status=$?
   note=$(gtest_counts "$log")
@@ -120,7 +122,7 @@ pagoda_generate() {
 # pagoda run takes --device, the same run on the GPU too.
 stage_pagoda_run() {
   local log="$1" limit="$2" model="$bundle/shared/models/stories260K.gguf"
-  [[ -x "$bundle/pagoda" && -f "$model" ]] || { echo "no pagoda or no $model" >>"$log"; return 2; }
+  [[ -x "$bundle/pagoda" && -f "$model" ]] || { note="no pagoda or no stories260K.gguf"; return 2; }
   local prompt="Once upon a time" reference cpu_text cuda_text
   local args=(-m "$model" -p "$prompt" -n 32 --temp 0)
   reference=$(cat "$bundle/shared/reference/stories260K-greedy.txt" 2>/dev/null)

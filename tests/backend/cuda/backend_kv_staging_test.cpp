@@ -15,24 +15,16 @@
 
 #include "backend/backend.h"
 #include "backend/cuda/cuda_backend.h"
+#include "cuda_test_util.h"
 
 namespace pagoda::backend {
 namespace {
-
-#define SKIP_WITHOUT_CUDA() \
-  if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device"
 
 std::vector<uint8_t> random_bytes(size_t n, uint32_t seed) {
   std::mt19937 rng(seed);
   std::vector<uint8_t> bytes(n);
   for (uint8_t& b : bytes) b = static_cast<uint8_t>(rng());
   return bytes;
-}
-
-std::unique_ptr<Backend> open(const CudaBackendOptions& options = {}) {
-  Expected<std::unique_ptr<Backend>> backend = make_cuda_backend(options);
-  EXPECT_TRUE(backend.ok()) << backend.status().message();
-  return backend.ok() ? std::move(backend).value() : nullptr;
 }
 
 // Every array of the cache (layer l's K at 2l, V at 2l + 1) as host bytes.
@@ -50,8 +42,8 @@ std::vector<std::vector<uint8_t>> read_arrays(Backend& backend, KvStorage& kv) {
 }
 
 TEST(CudaBackendKv, BlockCopiesRunInOrderAndCheckIdsFirst) {
-  SKIP_WITHOUT_CUDA();
-  std::unique_ptr<Backend> backend = open();
+  PAGODA_SKIP_WITHOUT_CUDA();
+  std::unique_ptr<Backend> backend = cuda_testing::make_backend();
   ASSERT_NE(backend, nullptr);
   const KvCacheShape shape{.n_layers = 2, .n_kv_heads = 2, .head_dim = 32, .block_size = 4, .n_blocks = 5,
                            .type = DType::F16};
@@ -116,8 +108,8 @@ Table make_table(Backend& backend, int64_t dim, int64_t n_rows) {
 }
 
 TEST(CudaBackendStaging, ReusesAStagedInputOnlyWhileItsContentsAreTheSame) {
-  SKIP_WITHOUT_CUDA();
-  std::unique_ptr<Backend> backend = open();
+  PAGODA_SKIP_WITHOUT_CUDA();
+  std::unique_ptr<Backend> backend = cuda_testing::make_backend();
   ASSERT_NE(backend, nullptr);
   const int64_t dim = 16, n_rows = 50, n_ids = 6;
   Table table = make_table(*backend, dim, n_rows);
@@ -155,10 +147,10 @@ TEST(CudaBackendStaging, ReusesAStagedInputOnlyWhileItsContentsAreTheSame) {
 }
 
 TEST(CudaBackendStaging, AFullStagingAreaIsAnErrorUntilTheNextStep) {
-  SKIP_WITHOUT_CUDA();
+  PAGODA_SKIP_WITHOUT_CUDA();
   CudaBackendOptions options;
   options.staging_bytes = 4096;
-  std::unique_ptr<Backend> backend = open(options);
+  std::unique_ptr<Backend> backend = cuda_testing::make_backend(options);
   ASSERT_NE(backend, nullptr);
   Table table = make_table(*backend, 4, 10);
   Table out = make_table(*backend, 4, 2000);
@@ -191,7 +183,7 @@ struct AttentionSetup {
 };
 
 bool set_up(AttentionSetup& s) {
-  s.backend = open();
+  s.backend = cuda_testing::make_backend();
   if (s.backend == nullptr) return false;
   Expected<std::unique_ptr<KvStorage>> kv = s.backend->allocate_kv(
       {.n_layers = 1, .n_kv_heads = 2, .head_dim = 32, .block_size = 4, .n_blocks = 4, .type = DType::F16});
@@ -230,7 +222,7 @@ void expect_refused(AttentionSetup& s, const AttentionBatch& batch, const std::s
 }
 
 TEST(CudaBackendStaging, RefusesAnInvalidAttentionBatchWithoutLaunching) {
-  SKIP_WITHOUT_CUDA();
+  PAGODA_SKIP_WITHOUT_CUDA();
   AttentionSetup s;
   ASSERT_TRUE(set_up(s));
   // Valid: sequence 0 has rows [0, 2) with 5 tokens of context in blocks {2, 0};

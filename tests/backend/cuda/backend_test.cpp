@@ -1,7 +1,7 @@
-// The CUDA backend's own duties, through the Backend interface: device memory and its
-// count, copies (strided views too), weights, the KV cache and its block copies, the
-// staging of host inputs (reuse and exhaustion), the attention batch's host checks,
-// errors kept for take_error(), and the cache budget.
+// The CUDA backend's own duties, through the Backend interface: opening a device, device
+// memory and its count, copies (strided views too), weights, out of memory as an error
+// that leaves the backend working, and the cache budget. (The KV cache and the staging
+// of host inputs: backend_kv_staging_test.cpp.)
 
 #include <gtest/gtest.h>
 
@@ -15,12 +15,10 @@
 
 #include "backend/backend.h"
 #include "backend/cuda/cuda_backend.h"
+#include "cuda_test_util.h"
 
 namespace pagoda::backend {
 namespace {
-
-#define SKIP_WITHOUT_CUDA() \
-  if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device"
 
 std::vector<uint8_t> random_bytes(size_t n, uint32_t seed) {
   std::mt19937 rng(seed);
@@ -35,12 +33,6 @@ std::vector<float> random_floats(size_t n, uint32_t seed) {
   std::vector<float> v(n);
   for (float& x : v) x = dist(rng);
   return v;
-}
-
-std::unique_ptr<Backend> open(const CudaBackendOptions& options = {}) {
-  Expected<std::unique_ptr<Backend>> backend = make_cuda_backend(options);
-  EXPECT_TRUE(backend.ok()) << backend.status().message();
-  return backend.ok() ? std::move(backend).value() : nullptr;
 }
 
 struct DeviceMatrix {
@@ -59,8 +51,8 @@ DeviceMatrix device_matrix(Backend& backend, int64_t cols, int64_t rows) {
 }
 
 TEST(CudaBackend, NamesTheDeviceAndRefusesOneThatDoesNotExist) {
-  SKIP_WITHOUT_CUDA();
-  std::unique_ptr<Backend> backend = open();
+  PAGODA_SKIP_WITHOUT_CUDA();
+  std::unique_ptr<Backend> backend = cuda_testing::make_backend();
   ASSERT_NE(backend, nullptr);
   EXPECT_EQ(backend->name().rfind("cuda:0 (", 0), 0u) << backend->name();
   EXPECT_FALSE(backend->host_addressable());
@@ -72,8 +64,8 @@ TEST(CudaBackend, NamesTheDeviceAndRefusesOneThatDoesNotExist) {
 }
 
 TEST(CudaBackend, CopiesRoundTripContiguousAndStridedViews) {
-  SKIP_WITHOUT_CUDA();
-  std::unique_ptr<Backend> backend = open();
+  PAGODA_SKIP_WITHOUT_CUDA();
+  std::unique_ptr<Backend> backend = cuda_testing::make_backend();
   ASSERT_NE(backend, nullptr);
   const int64_t cols = 37, rows = 11;
   DeviceMatrix m = device_matrix(*backend, cols, rows);
@@ -109,8 +101,8 @@ TEST(CudaBackend, CopiesRoundTripContiguousAndStridedViews) {
 }
 
 TEST(CudaBackend, UploadsWeightsAndCountsAllocations) {
-  SKIP_WITHOUT_CUDA();
-  std::unique_ptr<Backend> backend = open();
+  PAGODA_SKIP_WITHOUT_CUDA();
+  std::unique_ptr<Backend> backend = cuda_testing::make_backend();
   ASSERT_NE(backend, nullptr);
   // A Q8_0 tensor [3][64]: 2 blocks of 34 bytes per row.
   const std::vector<uint8_t> host = random_bytes(3 * 2 * 34, 2);
@@ -136,8 +128,8 @@ TEST(CudaBackend, UploadsWeightsAndCountsAllocations) {
 }
 
 TEST(CudaBackend, OutOfMemoryIsAnErrorThatLeavesTheBackendWorking) {
-  SKIP_WITHOUT_CUDA();
-  std::unique_ptr<Backend> backend = open();
+  PAGODA_SKIP_WITHOUT_CUDA();
+  std::unique_ptr<Backend> backend = cuda_testing::make_backend();
   ASSERT_NE(backend, nullptr);
   Expected<std::unique_ptr<Buffer>> huge = backend->allocate(size_t{1} << 50);  // 1 PiB
   ASSERT_FALSE(huge.ok());
@@ -156,10 +148,10 @@ TEST(CudaBackend, OutOfMemoryIsAnErrorThatLeavesTheBackendWorking) {
 }
 
 TEST(CudaBackend, CacheMemoryIsWhatTheUtilizationBoundLeaves) {
-  SKIP_WITHOUT_CUDA();
+  PAGODA_SKIP_WITHOUT_CUDA();
   CudaBackendOptions options;
   options.memory_utilization = 0.5;
-  std::unique_ptr<Backend> backend = open(options);
+  std::unique_ptr<Backend> backend = cuda_testing::make_backend(options);
   ASSERT_NE(backend, nullptr);
   std::optional<Backend::CacheMemory> cache = backend->cache_memory();
   ASSERT_TRUE(cache.has_value());
