@@ -92,6 +92,13 @@ class Backend {
   // copies nothing.
   virtual void copy_kv_blocks(KvStorage& kv, std::span<const KvBlockCopy> copies) = 0;
   virtual void synchronize() = 0;
+  // Bytes per second (read plus written) of one large copy within the device's memory:
+  // the ceiling of memory-bound work such as decoding, for benchmarks to compare with.
+  // Takes a second or so and briefly 2 GiB of memory; nullopt where not measured.
+  virtual std::optional<double> measure_copy_bandwidth() { return std::nullopt; }
+  // The time each op took on the device since the backend was made, as a table, when it
+  // was made to profile its ops (CudaBackendOptions::profile_ops); empty otherwise.
+  virtual std::string op_profile() const { return {}; }
   // Ops report nothing as they run (like asynchronous device work). Returns the first
   // error an op met since the last call (a view of the wrong type or shape, an index out
   // of range, no memory for scratch), or ok, and clears it. A failed op leaves its

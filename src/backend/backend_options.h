@@ -69,6 +69,8 @@ struct CudaBackendOptions {
   // token's outputs are bit for bit the same whatever else is in its batch (what the
   // CPU's fast numerics give); prompts run slower. Off: many tokens go to cuBLAS.
   bool batch_invariant = false;
+  // Time every op with CUDA events (Backend::op_profile); costs a little per op.
+  bool profile_ops = false;
 };
 
 // A GPU memory share: in (0, 1].

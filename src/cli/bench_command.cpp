@@ -6,6 +6,9 @@
 // With --concurrency N it runs the serving benchmark of bench_concurrency.h instead.
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <optional>
+#include <utility>
 #include <memory>
 #include <random>
 #include <string>
@@ -28,6 +31,7 @@ struct BenchArgs {
   std::vector<int> generation_sizes = {128};
   int repetitions = 5;
   bool json = false;
+  bool profile_ops = false;
   backend::BackendOptions backend;
 };
 
@@ -80,6 +84,33 @@ Expected<std::vector<double>> time_test(BenchContext& ctx, const BenchTest& test
   return seconds;
 }
 
+// Bytes of weights one decoding step reads: every tensor but the token embedding, of
+// which a step reads one row (unless it is also the output projection).
+uint64_t decode_weight_bytes(const gguf::Reader& file) {
+  const bool tied = file.find_tensor("output.weight") == nullptr;
+  uint64_t bytes = 0;
+  for (const gguf::TensorInfo& tensor : file.tensors()) {
+    if (tensor.name != "token_embd.weight" || tied) bytes += tensor.n_bytes;
+  }
+  return bytes;
+}
+
+// On a device that can measure its memory bandwidth: how close decoding comes to it,
+// to stderr. tg_speeds: tokens per second of each tgN test.
+void report_bandwidth_share(backend::Backend& backend, const gguf::Reader& file,
+                            const std::vector<std::pair<BenchTest, double>>& tg_speeds) {
+  const std::optional<double> bandwidth = backend.measure_copy_bandwidth();
+  if (!bandwidth) return;
+  const uint64_t bytes = decode_weight_bytes(file);
+  std::fprintf(stderr, "memory bandwidth: %.0f GB/s (1 GiB device copy, read + write); a decoding step reads %.1f MB of weights\n",
+               *bandwidth / 1e9, static_cast<double>(bytes) / 1e6);
+  for (const auto& [test, speed] : tg_speeds) {
+    const double achieved = speed * static_cast<double>(bytes);
+    std::fprintf(stderr, "%s: %.1f tokens/s = %.0f GB/s of weights, %.0f%% of the bandwidth\n", test.name().c_str(),
+                 speed, achieved / 1e9, 100.0 * achieved / *bandwidth);
+  }
+}
+
 std::vector<BenchTest> tests_of(const BenchArgs& args) {
   std::vector<BenchTest> tests;
   for (int p : args.prompt_sizes) {
@@ -91,7 +122,8 @@ std::vector<BenchTest> tests_of(const BenchArgs& args) {
   return tests;
 }
 
-Status bench(const BenchArgs& args) {
+Status bench(BenchArgs args) {
+  args.backend.cuda.profile_ops = args.profile_ops;
   const std::vector<BenchTest> tests = tests_of(args);
   if (tests.empty()) return invalid_argument("no test to run: give -p or -n sizes above 0");
   int32_t longest = 1, largest_batch = 1;
@@ -111,12 +143,21 @@ Status bench(const BenchArgs& args) {
       summarize_model(*ctx.loaded.file, ctx.loaded.model->config(), args.model_path);
   const int threads = args.backend.cpu.n_threads > 0 ? args.backend.cpu.n_threads : physical_core_count();
   BenchReport report(model, ctx.loaded.backend->name(), threads, args.json);
+  std::vector<std::pair<BenchTest, double>> tg_speeds;
   for (const BenchTest& test : tests) {
     PAGODA_ASSIGN_OR_RETURN(const std::vector<double> seconds,
                             time_test(ctx, test, args.repetitions));
     report.add(test, seconds);
+    if (test.n_gen > 0) {
+      double total = 0.0;
+      for (const double s : seconds) total += s;
+      tg_speeds.emplace_back(test, test.n_gen * static_cast<double>(seconds.size()) / total);
+    }
   }
   report.finish();
+  report_bandwidth_share(*ctx.loaded.backend, *ctx.loaded.file, tg_speeds);
+  const std::string profile = ctx.loaded.backend->op_profile();
+  if (!profile.empty()) std::fprintf(stderr, "device time per op, all runs:\n%s", profile.c_str());
   return Status::ok_status();
 }
 
@@ -137,6 +178,8 @@ void add_bench_command(CLI::App& app) {
       ->check(CLI::PositiveNumber);
   command->add_flag("--json", args->json, "Print the results as JSON");
   add_backend_options(*command, args->backend);
+  command->add_flag("--profile-ops", args->profile_ops,
+                    "Time each op on the GPU with CUDA events and print where the time went (stderr)");
   auto concurrency = std::make_shared<ConcurrencyBenchArgs>();
   add_concurrency_options(*command, *concurrency);
   command->callback([args, concurrency] {

@@ -1,0 +1,237 @@
+#!/usr/bin/env bash
+# The GPU check: run on a GPU machine from the bundle that scripts/build_gpu_bundle.sh
+# assembles (gpu-bundle/gpu_check.sh), or from the repository root with gpu-bundle/
+# beside it (scripts/gpu_check.sh). Prints the GPU and driver, runs each stage under a
+# timeout (the whole within 8 minutes), writes each stage's full log to $OUT (or to the
+# folder given, else ./gpu-check-logs), and ends with a summary table. Exit status 1 when
+# a stage failed.
+#
+#   gpu-bundle/gpu_check.sh [LOG_DIR]
+#   PAGODA_GPU_STAGES="gpu cuda_backend" gpu-bundle/gpu_check.sh   # some stages only
+#
+# Adding a stage: write stage_NAME (it runs binaries through run_logged, returns 0 on
+# success, 2 when skipped) and add NAME to all_stages below with its timeout.
+set -uo pipefail
+
+script_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+started=$(date +%s)
+readonly script_dir started
+readonly total_budget_s="${PAGODA_GPU_CHECK_SECONDS:-420}"  # the stages' timeouts are cut to what is left
+
+find_bundle() {
+  local candidate
+  for candidate in "${PAGODA_GPU_BUNDLE:-}" "$script_dir" "$script_dir/../gpu-bundle" "$PWD/gpu-bundle"; do
+    [[ -n "$candidate" && -f "$candidate/MANIFEST.txt" ]] && { (cd "$candidate" && pwd); return; }
+  done
+  echo "gpu_check: no bundle (a folder with MANIFEST.txt): build it with scripts/build_gpu_bundle.sh" >&2
+  exit 2
+}
+bundle="$(find_bundle)"
+readonly bundle
+readonly log_dir="${OUT:-${1:-$PWD/gpu-check-logs}}"
+mkdir -p "$log_dir"
+
+# The binaries find their libraries through RPATH $ORIGIN/lib; cuBLAS comes from the
+# machine's toolkit, wherever the loader or a usual place has it.
+setup_environment() {
+  # A copy that lost the executable bits (an archive, a file transfer) still runs.
+  chmod u+x "$bundle"/pagoda "$bundle"/test_* 2>/dev/null
+  local dirs="$bundle/lib" d
+  for d in /usr/local/cuda/lib64 /usr/local/cuda/lib /usr/local/cuda/targets/x86_64-linux/lib; do
+    [[ -e "$d/libcublas.so.13" ]] && dirs="$dirs:$d"
+  done
+  export LD_LIBRARY_PATH="$dirs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  # The binaries read models and references at the path compiled into them.
+  local shared_link
+  shared_link=$(sed -n 's/^shared data path compiled in: \(.*\)\/shared$/\1/p' "$bundle/MANIFEST.txt")
+  [[ -n "$shared_link" && "$shared_link" != "$bundle" ]] || return 0
+  if [[ -L "$shared_link" || ! -e "$shared_link" ]] && ln -sfn "$bundle" "$shared_link" 2>/dev/null; then return 0; fi
+  echo "gpu_check: cannot link $shared_link to the bundle: tests that read models will not find them"
+}
+
+# run_logged LOG TIMEOUT_S COMMAND...: the command's output to LOG; its exit status (124:
+# timed out).
+run_logged() {
+  local log="$1" limit="$2"
+  shift 2
+  echo "\$ $*" >>"$log"
+  timeout --signal=TERM --kill-after=10 "$limit" "$@" >>"$log" 2>&1
+  local status=$?
+  [[ $status -eq 124 || $status -eq 137 ]] && echo "gpu_check: timed out after ${limit}s" >>"$log"
+  return $status
+}
+
+# "12 passed, 3 skipped, 1 failed" from a GoogleTest log.
+gtest_counts() {
+  local log="$1" passed skipped failed
+  passed=$(grep -oE '^\[  PASSED  \] [0-9]+' "$log" | tail -n 1 | grep -oE '[0-9]+$')
+  skipped=$(grep -oE '^\[  SKIPPED \] [0-9]+ test' "$log" | tail -n 1 | grep -oE '[0-9]+')
+  failed=$(grep -oE '^\[  FAILED  \] [0-9]+ test' "$log" | tail -n 1 | grep -oE '[0-9]+')
+  echo "${passed:-0} passed, ${skipped:-0} skipped, ${failed:-0} failed"
+}
+
+# --- stages: each gets its log file and its time limit ------------------------------
+
+stage_gpu() {
+  local log="$1" limit="$2"
+  command -v nvidia-smi >/dev/null || { echo "no nvidia-smi" >>"$log"; note="no nvidia-smi"; return 1; }
+  run_logged "$log" "$limit" nvidia-smi || return 1
+  note=$(timeout "$limit" nvidia-smi --query-gpu=name,driver_version,memory.total,compute_cap \
+    --format=csv,noheader 2>>"$log" | head -n 1)
+  echo "gpu_check: GPU, driver, memory, compute capability: $note"
+  echo "$note" >>"$log"
+  [[ -n "$note" ]]
+}
+
+stage_libraries() {
+  local log="$1" limit="$2" file status=0
+  for file in "$bundle"/pagoda "$bundle"/test_*; do
+    [[ -x "$file" ]] || continue
+    run_logged "$log" "$limit" ldd "$file" || status=1
+    grep -q "not found" "$log" && status=1
+  done
+  note="$(ldd "$bundle"/test_backend_cuda 2>/dev/null | awk '/libcublas.so/ {print $3}')"
+  return $status
+}
+
+# A GoogleTest binary of the bundle, its results also as XML beside the log.
+run_gtest() {
+  local log="$1" limit="$2" name="$3" binary="$bundle/$3"
+  shift 3
+  [[ -x "$binary" ]] || { echo "no $binary" >>"$log"; note="no $name in the bundle"; return 2; }
+  run_logged "$log" "$limit" "$binary" --gtest_brief=1 --gtest_output="xml:$log_dir/$(basename "$binary").xml" "$@"
+  local status=$?
+  note=$(gtest_counts "$log")
+  return $status
+}
+
+stage_cuda_backend() { run_gtest "$1" "$2" test_backend_cuda; }
+# The reference scoring and generation files and the engine's memory on the GPU.
+stage_gpu_models() { run_gtest "$1" "$2" test_gpu; }
+# The engine tests again with their backend on the GPU (tests/test_backend.h), batch-
+# invariant: a request alone, batched, preempted, with a shared prefix, its outputs.
+stage_engine() {
+  PAGODA_TEST_DEVICE=cuda run_gtest "$1" "$2" test_engine \
+    --gtest_filter="${PAGODA_GPU_ENGINE_FILTER:-EngineEquivalence*:EngineApi*:StoriesSession*:ModelRunner*}"
+}
+
+# Random-weight models of given shapes (pagoda mkmodel, on this machine's cores), timed
+# with pagoda bench on the GPU: a 1B Llama (F16, Q4_K_M) and the default model's shape
+# (SmolLM2-135M, Q4_1); then one decode run of the Q4_K_M model with per-op timings.
+stage_bench() {
+  local log="$1" limit="$2" dir=/tmp/pagoda-bench-models status=0
+  [[ -x "$bundle/pagoda" ]] || { note="no pagoda"; return 2; }
+  mkdir -p "$dir"
+  local llama_1b=(--embd 2048 --layers 16 --heads 32 --kv-heads 8 --ffn 8192 --vocab 128256 --ctx 8192)
+  local smollm2=(--embd 576 --layers 30 --heads 9 --kv-heads 3 --ffn 1536 --vocab 49152 --tie-embeddings --ctx 8192)
+  run_logged "$log" "$limit" "$bundle/pagoda" mkmodel -o "$dir/llama-1b-f16.gguf" "${llama_1b[@]}" --type f16 || return 1
+  run_logged "$log" "$limit" "$bundle/pagoda" mkmodel -o "$dir/llama-1b-q4_k_m.gguf" "${llama_1b[@]}" --type q4_K_M || return 1
+  run_logged "$log" "$limit" "$bundle/pagoda" mkmodel -o "$dir/smollm2-shape-q4_1.gguf" "${smollm2[@]}" --type q4_1 || return 1
+  local model
+  for model in llama-1b-f16 llama-1b-q4_k_m smollm2-shape-q4_1; do
+    run_logged "$log" "$limit" "$bundle/pagoda" bench --device cuda -m "$dir/$model.gguf" -p 512 -n 128 -r 3 || status=1
+  done
+  run_logged "$log" "$limit" "$bundle/pagoda" bench --device cuda -m "$dir/llama-1b-q4_k_m.gguf" -p 0 -n 64 -r 1 \
+    --profile-ops || status=1
+  note=$(grep -E "^\| .*(pp|tg)[0-9]+ " "$log" | awk -F'|' '{gsub(/ +/," "); print $2 $7 $8}' | tr '\n' ';')
+  return $status
+}
+
+# The end-to-end OpenAI-client tests against `pagoda serve --device cuda` (the bundle's
+# tiny model: they check the API, not the text), with the bundled wheels.
+stage_serve_e2e() {
+  local log="$1" limit="$2" model="$bundle/models/tiny-smollm2.gguf" site=/tmp/pagoda-e2e-site status=0
+  [[ -f "$model" && -d "$bundle/wheels" ]] || { note="no tiny model or wheels in the bundle"; return 2; }
+  run_logged "$log" "$limit" python3 -m pip install -q --no-index --no-deps --no-compile --target "$site" \
+    "$bundle"/wheels/*.whl || return 1
+  local script passed=0 failed_names=""
+  for script in "$bundle"/e2e/*_test.py; do
+    if PYTHONPATH="$site" PAGODA_DEVICE=cuda run_logged "$log" "$limit" python3 "$script" \
+      --pagoda "$bundle/pagoda" --shared "$bundle/shared" --model "$model"; then
+      passed=$((passed + 1))
+    else
+      status=1
+      failed_names="$failed_names $(basename "$script")"
+    fi
+  done
+  note="$passed scripts passed${failed_names:+; failed:$failed_names}"
+  return $status
+}
+
+# pagoda_generate LOG LIMIT OUT ARGS...: pagoda run's text to OUT, its log to LOG.
+pagoda_generate() {
+  local log="$1" limit="$2" out="$3"
+  shift 3
+  echo "\$ pagoda run $*" >>"$log"
+  timeout --signal=TERM --kill-after=10 "$limit" "$bundle/pagoda" run "$@" >"$out" 2>>"$log"
+}
+
+# pagoda itself: greedy stories260K on the CPU must continue the reference text; where
+# pagoda run takes --device, the same run on the GPU too.
+stage_pagoda_run() {
+  local log="$1" limit="$2" model="$bundle/shared/models/stories260K.gguf"
+  [[ -x "$bundle/pagoda" && -f "$model" ]] || { note="no pagoda or no stories260K.gguf"; return 2; }
+  local prompt="Once upon a time" reference cpu_text cuda_text
+  local args=(-m "$model" -p "$prompt" -n 32 --temp 0)
+  reference=$(cat "$bundle/shared/reference/stories260K-greedy.txt" 2>/dev/null)
+  pagoda_generate "$log" "$limit" "$log_dir/pagoda_run.cpu.txt" "${args[@]}" -t 4 || return $?
+  cpu_text="$prompt$(cat "$log_dir/pagoda_run.cpu.txt")"
+  echo "cpu: $cpu_text" >>"$log"
+  if [[ -n "$reference" && "$reference" != "$cpu_text"* ]]; then
+    note="cpu text differs from the reference"
+    return 1
+  fi
+  note="cpu text as the reference"
+  "$bundle/pagoda" run --help 2>/dev/null | grep -q -- "--device" || return 0
+  pagoda_generate "$log" "$limit" "$log_dir/pagoda_run.cuda.txt" "${args[@]}" --device cuda || return $?
+  cuda_text="$prompt$(cat "$log_dir/pagoda_run.cuda.txt")"
+  echo "cuda: $cuda_text" >>"$log"
+  if [[ "$cuda_text" == "$cpu_text" ]]; then note="$note; cuda the same"; else note="$note; cuda text differs"; fi
+}
+
+# name:timeout_s, in order.
+all_stages=(gpu:20 libraries:10 cuda_backend:150 gpu_models:90 pagoda_run:40 bench:150 engine:120 serve_e2e:150)
+
+main() {
+  setup_environment
+  echo "gpu_check: bundle $bundle, logs in $log_dir"
+  sed -n '2,4p' "$bundle/MANIFEST.txt"
+  local wanted=" ${PAGODA_GPU_STAGES:-} " entry name limit left status t0 seconds result rows=() failed=0
+  for entry in "${all_stages[@]}"; do
+    name=${entry%%:*}
+    limit=${entry##*:}
+    [[ "$wanted" == "  " || "$wanted" == *" $name "* ]] || continue
+    left=$(( total_budget_s - ($(date +%s) - started) ))
+    if (( left < 10 )); then
+      rows+=("$(printf '%-14s %-6s %7s  %s' "$name" skip - "no time left")")
+      continue
+    fi
+    (( limit > left )) && limit=$left
+    note=""
+    local log="$log_dir/$name.log"
+    : >"$log"
+    echo "gpu_check: $name (at most ${limit}s)"
+    t0=$(date +%s)
+    "stage_$name" "$log" "$limit"
+    status=$?
+    seconds=$(( $(date +%s) - t0 ))
+    case $status in
+      0) result=pass ;;
+      2) result=skip; [[ -n "$note" ]] || note="$(tail -n 1 "$log")" ;;
+      124 | 137) result=FAIL; note="timed out after ${limit}s${note:+; $note}"; failed=1 ;;
+      *) result=FAIL; failed=1 ;;
+    esac
+    if [[ $result == FAIL ]]; then
+      echo "--- $name failed: first failures (full log: $log)"
+      grep -m 12 -E "FAILED|Failure|error|Error|not found" "$log" || tail -n 12 "$log"
+    fi
+    rows+=("$(printf '%-14s %-6s %6ss  %s' "$name" "$result" "$seconds" "$note")")
+  done
+  echo
+  printf '%-14s %-6s %7s  %s\n' stage result time note
+  printf '%s\n' "${rows[@]}"
+  echo "total $(( $(date +%s) - started ))s; logs in $log_dir"
+  return $failed
+}
+
+main "$@"

@@ -1,0 +1,88 @@
+#pragma once
+// The CUDA implementations of the Backend ops (see backend/backend.h for shapes and
+// meaning). Views point to device memory. Index inputs (ids, positions, KV slots, block
+// tables) are device arrays the backend staged from the host spans for this step.
+//
+// Each op checks its views on the host first (types, shapes, strides) and returns an
+// error without launching for one it cannot handle; otherwise it enqueues its kernels on
+// ctx.stream and returns the launch error, if any. Nothing here synchronizes or
+// allocates: temporaries come from ctx.workspace.
+
+#include <cstdint>
+
+#include "backend/backend.h"
+#include "backend/cuda/context.h"
+#include "core/dtype.h"
+#include "core/status.h"
+
+namespace pagoda::backend::cuda {
+
+// --- weights ----------------------------------------------------------------------
+// True for the weight types matmul reads: F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0,
+// Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS (those of the CPU backend).
+bool matmul_supports(DType type);
+
+// out[i] = table[ids[i]] as f32. ids: device [n_ids].
+Status get_rows(const Context& ctx, const TensorView& table, const int32_t* ids, int64_t n_ids,
+                const TensorView& out);
+// y = x W^T. A few tokens: a kernel that dequantizes W as it streams it; more: W
+// dequantized to f16 in workspace pieces and multiplied by cuBLAS (f32 weights: SGEMM).
+Status matmul(const Context& ctx, const TensorView& w, const TensorView& x, const TensorView& y);
+
+// --- elementwise and norms --------------------------------------------------------
+Status add_bias(const Context& ctx, const TensorView& y, const TensorView& bias);
+Status add(const Context& ctx, const TensorView& a, const TensorView& b, const TensorView& out);
+Status rms_norm(const Context& ctx, const TensorView& x, const TensorView& weight, float eps,
+                const TensorView& y);
+Status layer_norm(const Context& ctx, const TensorView& x, const TensorView& weight,
+                  const TensorView& bias, float eps, const TensorView& y);
+// positions: device [n_tokens]; params.freq_factors, if set, is device memory (an
+// uploaded weight).
+Status rope(const Context& ctx, const TensorView& x, const int32_t* positions,
+            const RopeParams& params);
+Status silu_mul(const Context& ctx, const TensorView& gate, const TensorView& up,
+                const TensorView& out);
+Status gelu(const Context& ctx, const TensorView& x);
+
+// --- attention --------------------------------------------------------------------
+// One layer's KV storage: K and V, each ne = {n_kv_heads * head_dim, block_size *
+// n_blocks} of the cache type (F16, F32 or Q8_0), rows contiguous.
+struct KvLayer {
+  TensorView k;
+  TensorView v;
+};
+
+// backend::SequenceAttention with its block table flattened into one device array.
+struct DeviceSequence {
+  int32_t query_start;  // first batch row of the sequence
+  int32_t n_query;      // new tokens this step
+  int32_t n_context;    // tokens in context after this step
+  int32_t table_offset; // its block table starts at block_tables[table_offset]
+};
+
+// backend::AttentionBatch staged in device memory. The host-side counts and maxima let
+// the launchers size their grids without reading device memory.
+struct DeviceAttentionBatch {
+  const DeviceSequence* sequences = nullptr;  // device [n_sequences]
+  const int32_t* block_tables = nullptr;      // device, every sequence's table
+  const int64_t* slot_mapping = nullptr;      // device [n_tokens]: block * block_size + row
+  const int32_t* row_sequence = nullptr;      // device [n_tokens]: sequence of each batch row
+  int32_t n_sequences = 0;
+  int32_t n_tokens = 0;
+  int32_t block_size = 16;
+  int32_t max_n_query = 0;    // over the sequences
+  int32_t max_n_context = 0;  // over the sequences
+};
+
+// Writes row t of k and v (f32 head views [n_tokens][n_kv_heads][head_dim]) to KV slot
+// slot_mapping[t] of `layer`, converted to the cache type, then for every batch row t
+// of sequence s computes softmax(q_t K^T * scale) V over the first
+// n_context - n_query + (t - query_start) + 1 tokens of s's context (causal), query
+// head h reading KV head h / (n_heads / n_kv_heads). q: [n_tokens][n_heads][head_dim]
+// (head view); out: [n_tokens][n_heads * head_dim] f32. The batch has been checked by
+// the backend (slots and block ids inside the storage).
+Status attention(const Context& ctx, const TensorView& q, const TensorView& k,
+                 const TensorView& v, const KvLayer& layer, const DeviceAttentionBatch& batch,
+                 float scale, const TensorView& out);
+
+}  // namespace pagoda::backend::cuda
