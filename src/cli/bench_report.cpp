@@ -127,6 +127,11 @@ void print_table_header() {
   std::fflush(stdout);
 }
 
+// llama-bench's name of the backend: CPU or CUDA.
+const char* backend_label(const std::string& description) {
+  return description.rfind("cuda", 0) == 0 ? "CUDA" : "CPU";
+}
+
 }  // namespace
 
 std::string BenchTest::name() const {
@@ -166,13 +171,14 @@ void BenchReport::add(const BenchTest& test, const std::vector<double>& seconds)
         printf_string("%.2f", mean(speeds), "") + " ± " + printf_string("%.2f", stddev(speeds), "");
     // "±" takes two bytes and one column: one more byte of width keeps the bars aligned.
     std::printf("| %-30s | %10s | %10s | %-10s | %7d | %13s | %21s |\n", model_.type.c_str(),
-                size_text(model_.size_bytes).c_str(), params_text(model_.n_params).c_str(), "CPU",
+                size_text(model_.size_bytes).c_str(), params_text(model_.n_params).c_str(),
+                backend_label(backend_description_),
                 n_threads_, test.name().c_str(), speed.c_str());
     std::fflush(stdout);
     return;
   }
   results_.push_back({{"cpu_info", cpu_features().brand},
-                      {"backends", "CPU"},
+                      {"backends", backend_label(backend_description_)},
                       {"backend_description", backend_description_},
                       {"model_filename", model_.filename},
                       {"model_type", model_.type},

@@ -4,7 +4,8 @@
 //
 // Grid: one block per (batch row, KV head, split). A block's warps are query heads of
 // that KV head's group (up to kMaxWarps; a larger group takes several blocks), so each K/V
-// tile loaded from the cache serves all of them. A row's context [0, position] is cut into
+// tile loaded from the cache serves all of them. Any head size up to 256 (lane l holds
+// values l, l + 32, ... of a head). A row's context [0, position] is cut into
 // splits of kSplitPositions, aligned to position 0; a split is walked in tiles of 32
 // positions: the tile's K and V (converted to f32) go to shared memory, each lane scores
 // one position against the warp's query, an online softmax (running max and sum) rescales
@@ -27,7 +28,7 @@ namespace {
 constexpr int kTile = 32;             // positions per tile: one per lane
 constexpr int kSplitPositions = 512;  // positions per split, a multiple of kTile
 constexpr int kMaxHeadDim = 256;
-constexpr int kMaxValuesPerLane = kMaxHeadDim / 32;
+constexpr int kMaxValuesPerLane = kMaxHeadDim / 32;  // lane l holds values l, l + 32, ...
 constexpr int kMaxWarps = 8;          // query heads per block
 constexpr int kMaxGridYZ = 65535;
 
@@ -38,7 +39,6 @@ struct AttentionArgs {
   const char* k_cache;      // this layer's K: one row of n_kv_heads heads per slot
   const char* v_cache;
   int64_t slot_bytes;       // bytes per slot
-  int64_t head_bytes;       // bytes of one KV head in a slot
   char* out;                // [n_tokens][n_heads * head_dim] f32
   int64_t out_row_bytes;
   // Split rows: [piece row][head][split][head_dim] outputs and [piece row][head][split]
@@ -95,13 +95,15 @@ __device__ void attend_tile(const float* q, const float* k_tile, const float* v_
   float score = -INFINITY;
   if (lane < n_tile) {
     const float* k = k_tile + lane * (head_dim + 1);
-    float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f;  // four chains: head_dim % 4 == 0
-    for (int d = 0; d < head_dim; d += 4) {
+    float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f;  // four chains, the rest into the first
+    int d = 0;
+    for (; d + 4 <= head_dim; d += 4) {
       s0 = fmaf(q[d], k[d], s0);
       s1 = fmaf(q[d + 1], k[d + 1], s1);
       s2 = fmaf(q[d + 2], k[d + 2], s2);
       s3 = fmaf(q[d + 3], k[d + 3], s3);
     }
+    for (; d < head_dim; ++d) s0 = fmaf(q[d], k[d], s0);
     score = ((s0 + s1) + (s2 + s3)) * scale;
   }
   const float new_max = fmaxf(st.max, warp_max(score));
@@ -113,7 +115,6 @@ __device__ void attend_tile(const float* q, const float* k_tile, const float* v_
   st.max = new_max;
   weights[lane] = w;
   __syncwarp();
-  const int per_lane = head_dim / 32;
 #pragma unroll
   for (int j = 0; j < kMaxValuesPerLane; ++j) st.acc[j] *= correction;
   for (int p = 0; p < n_tile; ++p) {
@@ -121,7 +122,7 @@ __device__ void attend_tile(const float* q, const float* k_tile, const float* v_
     const float* v = v_tile + p * head_dim + lane;
 #pragma unroll
     for (int j = 0; j < kMaxValuesPerLane; ++j) {
-      if (j < per_lane) st.acc[j] = fmaf(wp, v[32 * j], st.acc[j]);
+      if (lane + 32 * j < head_dim) st.acc[j] = fmaf(wp, v[32 * j], st.acc[j]);
     }
   }
 }
@@ -140,12 +141,12 @@ __device__ void load_tile(const AttentionArgs& a, const DeviceSequence& seq, int
   __syncthreads();
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, hd = a.head_dim;
   for (int i = warp; i < n_tile; i += a.warps) {
-    const int64_t offset = slots[i] * a.slot_bytes + kv_head * a.head_bytes;
+    const int64_t offset = slots[i] * a.slot_bytes;
     const char* k = a.k_cache + offset;
     const char* v = a.v_cache + offset;
     for (int d = lane; d < hd; d += 32) {
-      k_tile[i * (hd + 1) + d] = load_kv<T>(k, d);
-      v_tile[i * hd + d] = load_kv<T>(v, d);
+      k_tile[i * (hd + 1) + d] = load_kv<T>(k, kv_head * hd + d);
+      v_tile[i * hd + d] = load_kv<T>(v, kv_head * hd + d);
     }
   }
 }
@@ -153,7 +154,7 @@ __device__ void load_tile(const AttentionArgs& a, const DeviceSequence& seq, int
 // Writes the warp's result: normalized to the output row, or as a split's partial.
 __device__ void write_result(const AttentionArgs& a, int32_t row, int32_t head, int32_t split,
                              int32_t row_splits, const RunningSoftmax& st) {
-  const int lane = threadIdx.x % 32, per_lane = a.head_dim / 32;
+  const int lane = threadIdx.x % 32;
   float* target;
   float factor = 1.0f;
   if (row_splits == 1) {
@@ -167,7 +168,7 @@ __device__ void write_result(const AttentionArgs& a, int32_t row, int32_t head, 
   }
 #pragma unroll
   for (int j = 0; j < kMaxValuesPerLane; ++j) {
-    if (j < per_lane) target[lane + 32 * j] = st.acc[j] * factor;
+    if (lane + 32 * j < a.head_dim) target[lane + 32 * j] = st.acc[j] * factor;
   }
 }
 
@@ -219,7 +220,7 @@ __global__ void merge_splits_kernel(AttentionArgs a) {
   const int64_t first = (static_cast<int64_t>(blockIdx.x) * a.n_heads + head) * a.n_splits;
   float max = -INFINITY;
   for (int32_t s = 0; s < row_splits; ++s) max = fmaxf(max, a.partial_state[first + s].x);
-  const int lane = threadIdx.x, per_lane = a.head_dim / 32;
+  const int lane = threadIdx.x;
   float acc[kMaxValuesPerLane] = {};
   float sum = 0.0f;
   for (int32_t s = 0; s < row_splits; ++s) {
@@ -229,14 +230,14 @@ __global__ void merge_splits_kernel(AttentionArgs a) {
     const float* part = a.partial_out + (first + s) * a.head_dim;
 #pragma unroll
     for (int j = 0; j < kMaxValuesPerLane; ++j) {
-      if (j < per_lane) acc[j] = fmaf(part[lane + 32 * j], w, acc[j]);
+      if (lane + 32 * j < a.head_dim) acc[j] = fmaf(part[lane + 32 * j], w, acc[j]);
     }
   }
   const float factor = sum == 0.0f ? 0.0f : 1.0f / sum;
   float* target = reinterpret_cast<float*>(a.out + row * a.out_row_bytes) + head * a.head_dim;
 #pragma unroll
   for (int j = 0; j < kMaxValuesPerLane; ++j) {
-    if (j < per_lane) target[lane + 32 * j] = acc[j] * factor;
+    if (lane + 32 * j < a.head_dim) target[lane + 32 * j] = acc[j] * factor;
   }
 }
 
@@ -257,10 +258,13 @@ Status check_attention(const TensorView& q, const TensorView& k, const TensorVie
   if (!kv_type_of(layer.k.type, &type) || layer.v.type != layer.k.type) {
     return unsupported("attention: the KV cache must be f16, f32 or q8_0");
   }
-  if (head_dim <= 0 || head_dim % 32 != 0 || head_dim > kMaxHeadDim) {
-    return unsupported("attention: head_dim must be a multiple of 32 up to 256");
+  if (head_dim <= 0 || head_dim > kMaxHeadDim) {
+    return unsupported("attention: head_dim must be at most 256");
   }
   const int64_t row_values = n_kv_heads * head_dim;
+  if (type == KvType::kQ8_0 && row_values % kQ8Values != 0) {
+    return unsupported("attention: a q8_0 cache needs n_kv_heads * head_dim to be a multiple of 32");
+  }
   const size_t row = static_cast<size_t>(row_bytes(layer.k.type, row_values > 0 ? row_values : 0));
   const size_t align = layer.k.type == DType::F32 ? 4 : 2;
   if (!is_head_view(q, head_dim, n_heads, n_tokens) || !is_head_view(k, head_dim, n_kv_heads, n_tokens) ||
@@ -351,7 +355,6 @@ Status attention(const Context& ctx, const TensorView& q, const TensorView& k, c
   a.k_cache = static_cast<const char*>(layer.k.data);
   a.v_cache = static_cast<const char*>(layer.v.data);
   a.slot_bytes = static_cast<int64_t>(layer.k.nb[1]);
-  a.head_bytes = row_bytes(layer.k.type, q.ne[0]);
   a.out = static_cast<char*>(out.data);
   a.out_row_bytes = static_cast<int64_t>(out.nb[1]);
   a.sequences = batch.sequences;
