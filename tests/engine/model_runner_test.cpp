@@ -184,17 +184,22 @@ TEST_F(ModelRunnerTest, ReturnsLogitsOfSamplingRequestsOnly) {
   EXPECT_TRUE(step(none).empty());
 }
 
-// Bytes of block `block` in every layer's K and V arrays, concatenated.
-std::vector<char> block_bytes(backend::KvStorage& kv, int32_t block) {
+// Bytes of block `block` in every layer's K and V arrays, concatenated, copied out
+// through the backend (its memory may be a GPU's).
+std::vector<char> block_bytes(backend::Backend& backend, backend::KvStorage& kv, int32_t block) {
   const backend::KvCacheShape& shape = kv.shape();
   const size_t n = shape.token_bytes() * static_cast<size_t>(shape.block_size);
   std::vector<char> bytes;
   for (int32_t layer = 0; layer < shape.n_layers; ++layer) {
-    for (const backend::TensorView& array : {kv.keys(layer), kv.values(layer)}) {
-      const char* start = static_cast<const char*>(array.data) + static_cast<size_t>(block) * n;
-      bytes.insert(bytes.end(), start, start + n);
+    for (backend::TensorView rows : {kv.keys(layer), kv.values(layer)}) {
+      rows.data = static_cast<char*>(rows.data) + static_cast<size_t>(block) * n;
+      rows.ne[1] = shape.block_size;
+      std::vector<char> part(n);
+      backend.copy_to_host(rows, part.data());
+      bytes.insert(bytes.end(), part.begin(), part.end());
     }
   }
+  backend.synchronize();
   return bytes;
 }
 
@@ -205,19 +210,19 @@ TEST_F(ModelRunnerTest, CopiesBlocksBeforeThePass) {
   std::vector<int32_t> tokens = tokens_from(9, 21);
   const std::vector<int32_t> original = {2, 6}, copied = {2, 4};
   ASSERT_FALSE(step(std::vector<RunnerSequence>{{0, 20, true, tokens, original}}).empty());
-  const std::vector<char> block_6 = block_bytes(*kv_, 6);
-  ASSERT_NE(block_bytes(*kv_, 4), block_6);
+  const std::vector<char> block_6 = block_bytes(*m_.backend, *kv_, 6);
+  ASSERT_NE(block_bytes(*m_.backend, *kv_, 4), block_6);
 
   const std::vector<kv::BlockCopy> copies = {{.src = 6, .dst = 4}};
   const std::vector<float> from_copy =
       step(std::vector<RunnerSequence>{{20, 1, true, tokens, copied}}, copies);
   // Block 4 now has block 6's first four rows and the new token's row; block 6 is as it was.
-  EXPECT_EQ(block_bytes(*kv_, 6), block_6);
+  EXPECT_EQ(block_bytes(*m_.backend, *kv_, 6), block_6);
   const std::vector<float> in_place =
       step(std::vector<RunnerSequence>{{20, 1, true, tokens, original}});
   ASSERT_FALSE(from_copy.empty());
   EXPECT_EQ(from_copy, in_place);
-  EXPECT_EQ(block_bytes(*kv_, 4), block_bytes(*kv_, 6));
+  EXPECT_EQ(block_bytes(*m_.backend, *kv_, 4), block_bytes(*m_.backend, *kv_, 6));
 }
 
 TEST_F(ModelRunnerTest, CopyToABlockOutsideTheStorageFailsTheStep) {
