@@ -104,6 +104,9 @@ class Backend {
   // of range, no memory for scratch), or ok, and clears it. A failed op leaves its
   // outputs unspecified; callers check once per forward pass.
   virtual Status take_error() = 0;
+  // ok while the device can take work; otherwise the fault that broke it for good (a GPU
+  // kernel fault leaves its context unusable: the process must restart to use it again).
+  virtual Status health() const { return {}; }
 
   // --- ops ----------------------------------------------------------------------
   // out[i] = table[ids[i]] as f32. table: [n_vocab][dim], any type; out: [n][dim].

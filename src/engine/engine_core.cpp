@@ -173,6 +173,8 @@ EngineStats EngineCore::stats() const {
   stats.n_decode_steps = n_decode_steps_;
   stats.n_batched_tokens = n_batched_tokens_;
   stats.timings = timings_;
+  const Status health = backend_->health();
+  if (!health.ok()) stats.backend_fault = health.message();
   return stats;
 }
 

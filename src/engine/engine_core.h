@@ -67,6 +67,10 @@ struct EngineStats {
   int64_t n_decode_steps = 0;    // steps that only decoded (one token a request)
   int64_t n_batched_tokens = 0;  // tokens run through the model, all steps together
   EngineTimings timings;
+  // Why the backend can take no more work (a GPU kernel fault); empty while it can.
+  // Every step fails then, each request with the error, and the server reports itself
+  // unhealthy.
+  std::string backend_fault;
 };
 
 class EngineCore {

@@ -1,7 +1,8 @@
 #pragma once
 // The body of GET /health, from plain inputs (so it is built and tested without a
-// server). 200 with status "ok" when serving; 503 with "loading" while the model loads
-// and "draining" while shutting down, so that load balancers route elsewhere.
+// server). 200 with status "ok" when serving; 503 with "loading" while the model loads,
+// "draining" while shutting down, and "failed" (with "error") once the backend can run
+// nothing more (a GPU kernel fault), so that load balancers route elsewhere.
 //
 //   {"status":"ok","model":"SmolLM2-135M-Instruct.Q4_1","uptime_s":12.5,
 //    "requests_served":40,"running":2,"waiting":0,"kv_cache_usage":0.125,
@@ -18,7 +19,7 @@
 
 namespace pagoda::server {
 
-enum class ServerState { kLoading, kReady, kDraining };
+enum class ServerState { kLoading, kReady, kDraining, kFailed };
 
 struct HealthInputs {
   ServerState state = ServerState::kLoading;

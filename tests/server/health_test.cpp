@@ -50,6 +50,17 @@ TEST(Health, LoadingAndDrainingAre503) {
   EXPECT_EQ(nlohmann::json::parse(report.body)["status"], "draining");
 }
 
+TEST(Health, ABrokenBackendIs503Failed) {
+  HealthInputs in = ready_inputs();
+  in.stats.backend_fault = "cuda:0 failed earlier and cannot run anything more";
+  const HealthReport report = health_report(in);
+  EXPECT_EQ(report.http_status, 503);
+  const nlohmann::json body = nlohmann::json::parse(report.body);
+  EXPECT_EQ(body["status"], "failed");
+  EXPECT_EQ(body["error"], "cuda:0 failed earlier and cannot run anything more");
+  EXPECT_EQ(body["running"], 2);
+}
+
 TEST(Health, SurvivesAModelNameThatIsNotUtf8) {
   HealthInputs in = ready_inputs();
   in.model = "bad\xff name";

@@ -105,6 +105,7 @@ class CudaBackend final : public Backend {
   std::optional<double> measure_copy_bandwidth() override;
   std::string op_profile() const override { return profile_.enabled() ? profile_.report() : std::string(); }
   Status take_error() override { return std::exchange(error_, Status{}); }
+  Status health() const override { return usable(); }
 
   // --- ops ----------------------------------------------------------------------------
   void get_rows(const TensorView& table, std::span<const int32_t> ids, const TensorView& out) override {
