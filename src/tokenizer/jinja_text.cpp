@@ -6,7 +6,7 @@
 #include <cmath>
 #include <cstdio>
 
-#include "tokenizer/unicode.h"
+#include "core/unicode.h"
 
 namespace pagoda::tokenizer::jinja {
 

@@ -1,9 +1,8 @@
-#include "tokenizer/unicode.h"
+#include "core/unicode.h"
 
-#include <array>
 #include <memory>
 
-namespace pagoda::tokenizer {
+namespace pagoda {
 namespace {
 
 // One flags byte per code point (1.1 MB), expanded once from the generated ranges so
@@ -26,29 +25,6 @@ const uint8_t* flag_table() {
 }
 
 bool is_continuation(uint8_t byte) { return (byte & 0xC0) == 0x80; }
-
-struct ByteAlphabet {
-  std::array<std::string, 256> utf8;         // byte -> UTF-8 of its stand-in code point
-  std::array<int16_t, 512> byte_of_cpt{};    // stand-in code point -> byte, -1 if none
-
-  ByteAlphabet() {
-    byte_of_cpt.fill(-1);
-    auto printable = [](int byte) {
-      return (byte >= 0x21 && byte <= 0x7E) || (byte >= 0xA1 && byte <= 0xAC) || (byte >= 0xAE);
-    };
-    uint32_t next_stand_in = 256;
-    for (int byte = 0; byte < 256; ++byte) {
-      const uint32_t cpt = printable(byte) ? static_cast<uint32_t>(byte) : next_stand_in++;
-      append_utf8(utf8[byte], cpt);
-      byte_of_cpt[cpt] = static_cast<int16_t>(byte);
-    }
-  }
-};
-
-const ByteAlphabet& byte_alphabet() {
-  static const ByteAlphabet alphabet;
-  return alphabet;
-}
 
 }  // namespace
 
@@ -145,13 +121,4 @@ int utf8_validate_one(std::string_view text) {
   return length;
 }
 
-std::string_view byte_to_unicode_utf8(uint8_t byte) { return byte_alphabet().utf8[byte]; }
-
-std::optional<uint8_t> unicode_to_byte(uint32_t cpt) {
-  if (cpt >= byte_alphabet().byte_of_cpt.size()) return std::nullopt;
-  const int16_t byte = byte_alphabet().byte_of_cpt[cpt];
-  if (byte < 0) return std::nullopt;
-  return static_cast<uint8_t>(byte);
-}
-
-}  // namespace pagoda::tokenizer
+}  // namespace pagoda
