@@ -1,9 +1,15 @@
 # pagoda_library(NAME DEPS...): one static library per source folder, made of every
 # .cpp in it. Includes are rooted at src/, so code writes #include "gguf/reader.h".
-# Files named *_avx2.cpp, *_avx512.cpp and *_avx512vnni.cpp are compiled for that
-# instruction set only; the code that calls them checks the CPU at run time first.
 function(pagoda_library name)
   file(GLOB sources CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.cpp)
+  pagoda_add_library(${name} "${sources}" ${ARGN})
+endfunction()
+
+# pagoda_add_library(NAME SOURCES DEPS...): the library pagoda_NAME of the sources given
+# as one list (header-only when it is empty), for folders that choose their own.
+# Files named *_avx2.cpp, *_avx512.cpp and *_avx512vnni.cpp are compiled for that
+# instruction set only; the code that calls them checks the CPU at run time first.
+function(pagoda_add_library name sources)
   if(NOT sources)
     add_library(pagoda_${name} INTERFACE)  # a header-only layer
     target_include_directories(pagoda_${name} INTERFACE ${PROJECT_SOURCE_DIR}/src)
