@@ -1,8 +1,15 @@
-# pagoda_library(NAME DEPS...): one static library per source folder, made of every
-# .cpp in it. Includes are rooted at src/, so code writes #include "gguf/reader.h".
+# pagoda_library(NAME DEPS... [SUBDIRS DIR...]): one static library per source folder,
+# made of every .cpp in it and in the subfolders SUBDIRS names (for a library whose
+# parts use one another both ways). Includes are rooted at src/, so code writes
+# #include "gguf/reader.h".
 function(pagoda_library name)
-  file(GLOB sources CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.cpp)
-  pagoda_add_library(${name} "${sources}" ${ARGN})
+  cmake_parse_arguments(PARSE_ARGV 1 arg "" "" "SUBDIRS")
+  set(patterns ${CMAKE_CURRENT_SOURCE_DIR}/*.cpp)
+  foreach(dir IN LISTS arg_SUBDIRS)
+    list(APPEND patterns ${CMAKE_CURRENT_SOURCE_DIR}/${dir}/*.cpp)
+  endforeach()
+  file(GLOB sources CONFIGURE_DEPENDS ${patterns})
+  pagoda_add_library(${name} "${sources}" ${arg_UNPARSED_ARGUMENTS})
 endfunction()
 
 # pagoda_add_library(NAME SOURCES DEPS...): the library pagoda_NAME of the sources given

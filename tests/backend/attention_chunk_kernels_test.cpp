@@ -3,7 +3,7 @@
 // positions is resumed), the portable and AVX2 kernels agree bit for bit, and
 // softmax_exp is accurate to a few ulp.
 
-#include "backend/cpu/attention_chunk_kernels.h"
+#include "backend/cpu/attention/attention_chunk_kernels.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// The float weights' matmuls in reference numerics (backend/cpu/matmul_float.h), against
+// The float weights' matmuls in reference numerics (backend/cpu/matmul/matmul_float.h), against
 // scalar models of the reference build's arithmetic, bit for bit:
 //  - batches (2 tokens or more, rows a multiple of 16 values, a multiple of 4 rows): its
 //    gemm, one 16-lane accumulator per output, lane l fusing values l, l + 16, ... in
@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "backend/cpu/matmul.h"
-#include "backend/cpu/matmul_float.h"
+#include "backend/cpu/matmul/matmul.h"
+#include "backend/cpu/matmul/matmul_float.h"
 #include "core/fp16.h"
 #include "core/thread_pool.h"
 #include "quant/dot.h"

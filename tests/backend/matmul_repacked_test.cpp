@@ -1,4 +1,4 @@
-// Weights kept repacked (backend/cpu/matmul_repacked.h) give the same bits as the
+// Weights kept repacked (backend/cpu/matmul/matmul_repacked.h) give the same bits as the
 // kernels' own repacking, at every token count and thread count; only weights the matmul
 // was told about are kept, and only within the budget.
 
@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "backend/cpu/matmul.h"
-#include "backend/cpu/matmul_tiles.h"
+#include "backend/cpu/matmul/matmul.h"
+#include "backend/cpu/matmul/matmul_tiles.h"
 #include "quant/quantize.h"
 #include "test_util.h"
 

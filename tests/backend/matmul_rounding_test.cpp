@@ -10,8 +10,8 @@
 #include <cmath>
 #include <vector>
 
-#include "backend/cpu/matmul.h"
-#include "backend/cpu/matmul_tiles.h"
+#include "backend/cpu/matmul/matmul.h"
+#include "backend/cpu/matmul/matmul_tiles.h"
 #include "core/fp16.h"
 #include "quant/blocks.h"
 #include "quant/dot_scales.h"

@@ -3,7 +3,7 @@
 // against the unquantized activations within the bound their 8-bit rounding implies; the
 // tiled schedule against the row schedule; the SIMD kernels against the scalar ones.
 
-#include "backend/cpu/matmul.h"
+#include "backend/cpu/matmul/matmul.h"
 
 #include <gtest/gtest.h>
 
@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/cpu/matmul_tiles.h"
+#include "backend/cpu/matmul/matmul_tiles.h"
 #include "core/fp16.h"
 #include "quant/blocks.h"
 #include "quant/dequantize.h"

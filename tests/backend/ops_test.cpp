@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
-#include "backend/cpu/norms.h"
+#include "backend/cpu/ops/norms.h"
 #include "core/fp16.h"
 #include "quant/dequantize.h"
 #include "quant/quantize.h"

@@ -9,7 +9,7 @@
 #include <cmath>
 #include <vector>
 
-#include "backend/cpu/ops.h"
+#include "backend/cpu/ops/ops.h"
 #include "core/thread_pool.h"
 #include "test_util.h"
 

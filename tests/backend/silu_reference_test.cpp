@@ -10,8 +10,8 @@
 #include <random>
 #include <vector>
 
-#include "backend/cpu/ops.h"
-#include "backend/cpu/silu.h"
+#include "backend/cpu/ops/ops.h"
+#include "backend/cpu/ops/silu.h"
 #include "core/thread_pool.h"
 #include "test_util.h"
 

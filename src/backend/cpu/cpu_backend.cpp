@@ -7,12 +7,12 @@
 #include <utility>
 
 #include "backend/cpu/aligned_memory.h"
-#include "backend/cpu/attention.h"
-#include "backend/cpu/kv_copy.h"
-#include "backend/cpu/kv_storage_cpu.h"
-#include "backend/cpu/matmul.h"
-#include "backend/cpu/ops.h"
-#include "backend/cpu/rows.h"
+#include "backend/cpu/attention/attention.h"
+#include "backend/cpu/attention/kv_copy.h"
+#include "backend/cpu/attention/kv_storage_cpu.h"
+#include "backend/cpu/matmul/matmul.h"
+#include "backend/cpu/ops/ops.h"
+#include "backend/cpu/ops/rows.h"
 #include "core/thread_pool.h"
 
 namespace pagoda::backend {

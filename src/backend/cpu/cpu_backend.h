@@ -17,7 +17,7 @@ enum class CpuNumerics {
   // the same whichever tokens share its batch (what continuous batching needs).
   kFast,
   // Each op rounds as the reference build's CPU kernel for it does (see
-  // backend/cpu/matmul.h), so that models reproduce its log-probabilities; slower, and a
+  // backend/cpu/matmul/matmul.h), so that models reproduce its log-probabilities; slower, and a
   // token's outputs may depend on the size of its batch, as the reference's do.
   kReference,
 };
@@ -29,7 +29,7 @@ struct CpuBackendOptions {
   quant::Isa max_isa = quant::Isa::kAvx512Vnni;
   CpuNumerics numerics = CpuNumerics::kFast;
   // Bytes the matmuls may spend keeping model weights repacked for batched steps
-  // (backend/cpu/matmul_repacked.h); kAutoRepackedBytes: an eighth of physical memory.
+  // (backend/cpu/matmul/matmul_repacked.h); kAutoRepackedBytes: an eighth of physical memory.
   static constexpr size_t kAutoRepackedBytes = ~size_t{0};
   size_t repacked_weight_bytes = kAutoRepackedBytes;
 };
