@@ -1,4 +1,4 @@
-#include "engine/weight_scheme.h"
+#include "tools/weight_scheme.h"
 
 #include <cctype>
 #include <optional>
@@ -6,7 +6,7 @@
 
 #include "quant/quantize.h"
 
-namespace pagoda::engine {
+namespace pagoda::tools {
 namespace {
 
 // general.file_type of a model whose matrices are mostly `type`; the K-quants count as
@@ -129,4 +129,4 @@ DType tensor_type(const WeightScheme& scheme, const TensorPlan& tensor, int32_t 
   return fitting_type(type, tensor.shape[0]);
 }
 
-}  // namespace pagoda::engine
+}  // namespace pagoda::tools

@@ -13,7 +13,7 @@
 #include "core/status.h"
 #include "gguf/reader.h"
 
-namespace pagoda::engine {
+namespace pagoda::tools {
 
 struct RandomModelSpec {
   std::string architecture = "llama";  // llama | qwen2 | qwen3 | gpt2
@@ -42,4 +42,4 @@ struct RandomModelSpec {
 Status write_random_model(const RandomModelSpec& spec, const gguf::Reader* tokenizer,
                           const std::string& path);
 
-}  // namespace pagoda::engine
+}  // namespace pagoda::tools

@@ -8,9 +8,9 @@
 
 #include "core/dtype.h"
 #include "core/status.h"
-#include "engine/random_model_layout.h"
+#include "tools/random_model_layout.h"
 
-namespace pagoda::engine {
+namespace pagoda::tools {
 
 struct WeightScheme {
   DType base = DType::F16;
@@ -26,4 +26,4 @@ Expected<WeightScheme> parse_weight_scheme(std::string_view name);
 DType tensor_type(const WeightScheme& scheme, const TensorPlan& tensor, int32_t n_layer,
                   bool tied_output);
 
-}  // namespace pagoda::engine
+}  // namespace pagoda::tools

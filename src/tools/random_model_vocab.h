@@ -7,7 +7,7 @@
 #include "gguf/reader.h"
 #include "gguf/writer.h"
 
-namespace pagoda::engine {
+namespace pagoda::tools {
 
 // The vocabulary size of a GGUF file's tokenizer: the length of tokenizer.ggml.tokens.
 Expected<int32_t> tokenizer_vocab_size(const gguf::Reader& file);
@@ -22,4 +22,4 @@ Status write_byte_vocab(gguf::Writer& to, int32_t n_vocab);
 
 constexpr int32_t kMinByteVocab = 3 + 256 + 1;
 
-}  // namespace pagoda::engine
+}  // namespace pagoda::tools

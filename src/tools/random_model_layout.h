@@ -8,10 +8,10 @@
 #include <vector>
 
 #include "core/status.h"
-#include "engine/random_model.h"
 #include "gguf/writer.h"
+#include "tools/random_model.h"
 
-namespace pagoda::engine {
+namespace pagoda::tools {
 
 // What a tensor is for: decides its type (weight_scheme.h) and its random values.
 enum class TensorRole {
@@ -48,4 +48,4 @@ std::vector<TensorPlan> plan_tensors(const RandomModelSpec& spec);
 // The architecture's hyper-parameter keys and general.* keys.
 Status write_model_metadata(gguf::Writer& writer, const RandomModelSpec& spec, uint32_t file_type);
 
-}  // namespace pagoda::engine
+}  // namespace pagoda::tools

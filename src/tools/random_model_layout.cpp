@@ -1,11 +1,11 @@
-#include "engine/random_model_layout.h"
+#include "tools/random_model_layout.h"
 
 #include <string_view>
 #include <utility>
 
 #include "model/architecture.h"
 
-namespace pagoda::engine {
+namespace pagoda::tools {
 namespace {
 
 bool is_gpt2(const RandomModelSpec& spec) {
@@ -149,4 +149,4 @@ Status write_model_metadata(gguf::Writer& w, const RandomModelSpec& s, uint32_t 
   return w.set_u32(key("attention.value_length"), u32(s.head_dim));
 }
 
-}  // namespace pagoda::engine
+}  // namespace pagoda::tools

@@ -1,4 +1,4 @@
-#include "engine/random_model.h"
+#include "tools/random_model.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,13 +7,13 @@
 #include <vector>
 
 #include "core/thread_pool.h"
-#include "engine/random_model_layout.h"
-#include "engine/random_model_vocab.h"
-#include "engine/weight_scheme.h"
 #include "gguf/writer.h"
 #include "quant/quantize.h"
+#include "tools/random_model_layout.h"
+#include "tools/random_model_vocab.h"
+#include "tools/weight_scheme.h"
 
-namespace pagoda::engine {
+namespace pagoda::tools {
 namespace {
 
 constexpr float kWeightStd = 0.02f;  // GPT-2's initialization: keeps activations near unit scale
@@ -129,4 +129,4 @@ Status write_random_model(const RandomModelSpec& requested, const gguf::Reader* 
   return writer.write_file(path);
 }
 
-}  // namespace pagoda::engine
+}  // namespace pagoda::tools

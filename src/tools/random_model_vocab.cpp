@@ -1,11 +1,11 @@
-#include "engine/random_model_vocab.h"
+#include "tools/random_model_vocab.h"
 
 #include <climits>
 #include <cstdio>
 #include <string>
 #include <vector>
 
-namespace pagoda::engine {
+namespace pagoda::tools {
 namespace {
 
 // tokenizer.ggml.token_type values.
@@ -80,4 +80,4 @@ Status write_byte_vocab(gguf::Writer& to, int32_t n_vocab) {
   return to.set_bool("tokenizer.ggml.add_eos_token", false);
 }
 
-}  // namespace pagoda::engine
+}  // namespace pagoda::tools
