@@ -81,7 +81,7 @@ std::vector<float> activations(const Matrix& x, int64_t t, DType type) {
 class MatmulFloatTest : public ::testing::TestWithParam<DType> {
  protected:
   void SetUp() override {
-    if (quant::best_isa() == quant::Isa::kScalar) GTEST_SKIP() << "the reference's gemm needs AVX2";
+    if (quant::best_isa() == Isa::kScalar) GTEST_SKIP() << "the reference's gemm needs AVX2";
   }
 };
 
@@ -148,7 +148,7 @@ INSTANTIATE_TEST_SUITE_P(FloatWeights, MatmulFloatTest, ::testing::Values(DType:
                          [](const ::testing::TestParamInfo<DType>& info) { return std::string(dtype_name(info.param)); });
 
 TEST(MatmulFloat, TheGemmIsFoundOnlyWhereTheReferenceTakesIt) {
-  const quant::Isa isa = quant::Isa::kAvx2;
+  const Isa isa = Isa::kAvx2;
   EXPECT_NE(find_reference_float_tile(DType::F32, isa, 64, 172, 2), nullptr);
   EXPECT_NE(find_reference_float_tile(DType::F16, isa, 64, 512, 30), nullptr);
   EXPECT_EQ(find_reference_float_tile(DType::F32, isa, 64, 172, 1), nullptr);   // one token
@@ -156,7 +156,7 @@ TEST(MatmulFloat, TheGemmIsFoundOnlyWhereTheReferenceTakesIt) {
   EXPECT_EQ(find_reference_float_tile(DType::F16, isa, 64, 18, 8), nullptr);    // 18 % 4 != 0
   EXPECT_EQ(find_reference_float_tile(DType::BF16, isa, 64, 64, 8), nullptr);   // not F32 / F16
   EXPECT_EQ(find_reference_float_tile(DType::Q8_0, isa, 64, 64, 8), nullptr);
-  EXPECT_EQ(find_reference_float_tile(DType::F32, quant::Isa::kScalar, 64, 64, 8), nullptr);
+  EXPECT_EQ(find_reference_float_tile(DType::F32, Isa::kScalar, 64, 64, 8), nullptr);
 }
 
 }  // namespace

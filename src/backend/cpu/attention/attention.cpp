@@ -58,7 +58,7 @@ Status check_inputs(const TensorView& q, const TensorView& k, const TensorView& 
 }
 
 AttentionContext make_context(const TensorView& q, KvStorage& kv, int32_t layer, float scale,
-                              const TensorView& out, quant::Isa isa) {
+                              const TensorView& out, Isa isa) {
   const KvCacheShape& shape = kv.shape();
   AttentionContext c;
   c.q = q;

@@ -36,7 +36,7 @@ struct AttentionContext;
 
 class Attention {
  public:
-  Attention(quant::Isa isa, CpuNumerics numerics)
+  Attention(Isa isa, CpuNumerics numerics)
       : isa_(isa), numerics_(numerics), chunked_(isa) {}
 
   // After each call, plans the next layer's K and V of the batch here (kv_lookahead.h);
@@ -66,7 +66,7 @@ class Attention {
   void run_queries(ThreadPool& pool, const AttentionContext& c, std::span<const SequenceAttention> seqs);
   Status run_split(ThreadPool& pool, const AttentionContext& c, const SequenceAttention& s);
 
-  quant::Isa isa_;
+  Isa isa_;
   CpuNumerics numerics_;
   ChunkedAttention chunked_;        // the fast mode's schedule
   // The reference mode's schedules:

@@ -119,14 +119,14 @@ constexpr ChunkKernels kScalarChunkKernels = {scores, softmax,    accumulate_val
 
 }  // namespace
 
-const ChunkKernels& chunk_kernels(quant::Isa isa) {
+const ChunkKernels& chunk_kernels(Isa isa) {
   switch (isa) {
-    case quant::Isa::kScalar:
+    case Isa::kScalar:
       return kScalarChunkKernels;
-    case quant::Isa::kAvx2:
+    case Isa::kAvx2:
       return avx2::kChunkKernels;
-    case quant::Isa::kAvx512:
-    case quant::Isa::kAvx512Vnni:
+    case Isa::kAvx512:
+    case Isa::kAvx512Vnni:
       return avx512::kChunkKernels;
   }
   return kScalarChunkKernels;

@@ -68,7 +68,7 @@ struct ChunkKernels {
 
 // The kernels for `isa`: the portable ones, the AVX2 vector kernels, or the same vector
 // kernels in wider tiles for AVX-512 (and AVX-512 VNNI). All give the same bits.
-const ChunkKernels& chunk_kernels(quant::Isa isa);
+const ChunkKernels& chunk_kernels(Isa isa);
 
 namespace avx2 {
 extern const ChunkKernels kChunkKernels;

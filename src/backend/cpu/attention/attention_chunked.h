@@ -34,7 +34,7 @@ struct AttentionContext;
 
 class ChunkedAttention {
  public:
-  explicit ChunkedAttention(quant::Isa isa) : kernels_(&chunk_kernels(isa)) {}
+  explicit ChunkedAttention(Isa isa) : kernels_(&chunk_kernels(isa)) {}
 
   // Attends every query of `sequences` (whose new K/V rows are already in the cache) and
   // writes the outputs.

@@ -63,8 +63,8 @@ constexpr AttentionKernels kScalarKernels = {dot_f16, f16_to_f32, f32_to_f16, ma
 
 }  // namespace
 
-const AttentionKernels& attention_kernels(quant::Isa isa) {
-  return isa == quant::Isa::kScalar ? kScalarKernels : avx2::kAttentionKernels;
+const AttentionKernels& attention_kernels(Isa isa) {
+  return isa == Isa::kScalar ? kScalarKernels : avx2::kAttentionKernels;
 }
 
 }  // namespace pagoda::backend::cpu

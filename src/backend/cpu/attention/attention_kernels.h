@@ -27,7 +27,7 @@ struct AttentionKernels {
 };
 
 // The kernels for `isa` (AVX2 and above share one set).
-const AttentionKernels& attention_kernels(quant::Isa isa);
+const AttentionKernels& attention_kernels(Isa isa);
 
 namespace avx2 {
 extern const AttentionKernels kAttentionKernels;

@@ -57,8 +57,8 @@ Status Matmul::prepare(const TensorView& w, const TensorView& x, const TensorVie
                        Plan& plan) const {
   // The reference's row-by-row dot products are its AVX2 ones on every x86 CPU (it has
   // no AVX-512 variants of most): reference numerics round as they do.
-  const quant::Isa dot_isa =
-      numerics_ == CpuNumerics::kReference && isa_ > quant::Isa::kAvx2 ? quant::Isa::kAvx2 : isa_;
+  const Isa dot_isa =
+      numerics_ == CpuNumerics::kReference && isa_ > Isa::kAvx2 ? Isa::kAvx2 : isa_;
   plan.kernel = quant::find_dot_kernel(w.type, dot_isa);
   if (plan.kernel == nullptr || w.data == nullptr) {
     return unsupported("matmul: no dot kernel for weights of type " + std::string(dtype_name(w.type)));

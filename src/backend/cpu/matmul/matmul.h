@@ -47,7 +47,7 @@ enum class MatmulSchedule { kAuto, kRows, kTiled };
 class Matmul {
  public:
   // repacked_bytes: the budget for weights kept repacked (matmul_repacked.h); 0 keeps none.
-  explicit Matmul(quant::Isa isa, CpuNumerics numerics = CpuNumerics::kFast, size_t repacked_bytes = 0)
+  explicit Matmul(Isa isa, CpuNumerics numerics = CpuNumerics::kFast, size_t repacked_bytes = 0)
       : isa_(isa), numerics_(numerics), repacked_(repacked_bytes) {}
 
   // [data, data + bytes) holds model weights, unchanged while this Matmul lives: batched
@@ -86,7 +86,7 @@ class Matmul {
 
   bool use_tiled(const TileKernel* tile, int64_t n_out) const;
 
-  quant::Isa isa_;
+  Isa isa_;
   CpuNumerics numerics_;
   Scratch activations_;  // quantized rows of x: [n][row_bytes(activation, n_in)]
   Scratch block_sums_;    // [n][n_in / 32] int32, for tile kernels that want them

@@ -31,7 +31,7 @@ inline constexpr int64_t kReferenceGemmMinTokens = 2;
 // shape (w: [n_out][n_in], n_tokens activation rows), or nullptr where the reference
 // itself takes its row-by-row dot products (one token, n_in % 16 != 0, n_out % 4 != 0),
 // where the weight type is not F32 or F16, or on the scalar ISA.
-const TileKernel* find_reference_float_tile(DType weight, quant::Isa isa, int64_t n_in, int64_t n_out,
+const TileKernel* find_reference_float_tile(DType weight, Isa isa, int64_t n_in, int64_t n_out,
                                             int64_t n_tokens);
 
 namespace avx2 {

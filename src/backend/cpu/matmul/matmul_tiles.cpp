@@ -2,7 +2,7 @@
 
 namespace pagoda::backend::cpu {
 
-const TileKernel* find_tile_kernel(DType weight, quant::Isa isa, CpuNumerics numerics) {
+const TileKernel* find_tile_kernel(DType weight, Isa isa, CpuNumerics numerics) {
   const bool mirror_reference = numerics == CpuNumerics::kReference;
   // The reference repacks Q4_0, IQ4_NL and Q4_K into 8-row groups on AVX2 and multiplies
   // them as the strip kernels do; Q8_0, Q5_0, Q4_1 and Q5_1 it multiplies pair by pair,
@@ -27,7 +27,7 @@ const TileKernel* find_tile_kernel(DType weight, quant::Isa isa, CpuNumerics num
       kQ4_KVnni{avx512vnni::tile_q4_K, false, false, false, true, false, 16},
       kQ5_KVnni{avx512vnni::tile_q5_K, false, false, false, true, false, 16},
       kQ6_KVnni{avx512vnni::tile_q6_K, false, false, false, true, false, 16};
-  if (isa == quant::Isa::kAvx512Vnni && !mirror_reference) {
+  if (isa == Isa::kAvx512Vnni && !mirror_reference) {
     switch (weight) {
       case DType::Q8_0: return &kQ8_0Vnni;
       case DType::Q4_0: return &kQ4_0Vnni;
@@ -42,7 +42,7 @@ const TileKernel* find_tile_kernel(DType weight, quant::Isa isa, CpuNumerics num
     }
   }
   // Every ISA above scalar runs the AVX2 kernels.
-  if (isa == quant::Isa::kScalar) return nullptr;
+  if (isa == Isa::kScalar) return nullptr;
   switch (weight) {
     case DType::Q8_0: return mirror_reference ? &kQ8_0Pairs : &kQ8_0;
     case DType::Q4_0: return &kQ4_0;

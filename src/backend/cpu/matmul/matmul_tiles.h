@@ -89,7 +89,7 @@ struct TileKernel {
 // where none exists (the caller then uses the quant layer's row-by-row dot kernels).
 // Every kernel returned for kFast is batch-invariant: a (row, token) result does not
 // depend on n_rows, n_cols, nor where in the tile the row and token are.
-const TileKernel* find_tile_kernel(DType weight, quant::Isa isa, CpuNumerics numerics = CpuNumerics::kFast);
+const TileKernel* find_tile_kernel(DType weight, Isa isa, CpuNumerics numerics = CpuNumerics::kFast);
 
 namespace avx2 {
 void tile_q8_0(const TileJob& job);

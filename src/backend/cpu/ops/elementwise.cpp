@@ -88,7 +88,7 @@ Status add_bias(ThreadPool& pool, const TensorView& y, const TensorView& bias) {
   return {};
 }
 
-Status silu_mul(ThreadPool& pool, quant::Isa isa, const TensorView& gate, const TensorView& up,
+Status silu_mul(ThreadPool& pool, Isa isa, const TensorView& gate, const TensorView& up,
                 const TensorView& out) {
   if (!is_f32_rows(gate) || !is_f32_rows(up) || !is_f32_rows(out) || !same_shape(gate, up) ||
       !same_shape(gate, out)) {

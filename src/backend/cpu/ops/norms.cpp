@@ -32,7 +32,7 @@ double sum_of_squares(const float* v, int64_t n) {
 
 }  // namespace
 
-Status rms_norm(ThreadPool& pool, quant::Isa isa, const TensorView& x, const TensorView& weight, float eps,
+Status rms_norm(ThreadPool& pool, Isa isa, const TensorView& x, const TensorView& weight, float eps,
                 const TensorView& y) {
   if (!is_f32_rows(x) || !is_f32_rows(y) || !same_shape(x, y) || !is_f32_vector(weight, x.ne[0])) {
     return invalid_argument("rms_norm: needs f32 x and y of one shape and an f32 weight of the row length");
@@ -45,7 +45,7 @@ Status rms_norm(ThreadPool& pool, quant::Isa isa, const TensorView& x, const Ten
       const float* in[kSumRows];
       double sums[kSumRows];
       for (int k = 0; k < n_rows; ++k) in[k] = row_at<const float>(x, first + k);
-      if (isa != quant::Isa::kScalar) {
+      if (isa != Isa::kScalar) {
         avx2::sums_of_squares_rows(in, n_rows, n, sums);
       } else {
         for (int k = 0; k < n_rows; ++k) {

@@ -22,7 +22,7 @@ Status add_bias(ThreadPool& pool, const TensorView& y, const TensorView& bias);
 Status add(ThreadPool& pool, const TensorView& a, const TensorView& b, const TensorView& out);
 // isa: kScalar keeps to portable code; anything higher sums squares with AVX2 (the
 // same bits, see norms.h).
-Status rms_norm(ThreadPool& pool, quant::Isa isa, const TensorView& x, const TensorView& weight, float eps,
+Status rms_norm(ThreadPool& pool, Isa isa, const TensorView& x, const TensorView& weight, float eps,
                 const TensorView& y);
 Status layer_norm(ThreadPool& pool, const TensorView& x, const TensorView& weight,
                   const TensorView& bias, float eps, const TensorView& y);
@@ -33,21 +33,21 @@ Status layer_norm(ThreadPool& pool, const TensorView& x, const TensorView& weigh
 class Rope {
  public:
   // isa: kScalar keeps to portable code; anything higher may use the AVX2 rotation.
-  explicit Rope(quant::Isa isa) : isa_(isa) {}
+  explicit Rope(Isa isa) : isa_(isa) {}
   Status run(ThreadPool& pool, const TensorView& x, std::span<const int32_t> positions, const RopeParams& params);
 
  private:
   // Fills cos_sin_ for these positions and parameters unless it already holds them.
   void compute_angles(ThreadPool& pool, std::span<const int32_t> positions, const RopeParams& params);
 
-  quant::Isa isa_;
+  Isa isa_;
   std::vector<int32_t> positions_;  // the positions cos_sin_ holds
   RopeParams params_;               // and the parameters (neox aside: it does not change the angles)
   std::vector<float> cos_sin_;      // [positions][n_dims]: cos, sin of pair i at 2i, 2i + 1
   bool valid_ = false;
 };
 // isa: kScalar keeps to portable code; anything higher may use the AVX2 kernel.
-Status silu_mul(ThreadPool& pool, quant::Isa isa, const TensorView& gate, const TensorView& up,
+Status silu_mul(ThreadPool& pool, Isa isa, const TensorView& gate, const TensorView& up,
                 const TensorView& out);
 Status gelu(ThreadPool& pool, const TensorView& x);
 

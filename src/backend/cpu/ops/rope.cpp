@@ -29,10 +29,10 @@ void rope_angles(int32_t p, const RopeParams& params, float theta_scale, float* 
 
 }  // namespace
 
-void rotate_head(quant::Isa isa, float* v, const float* cos_sin, int32_t n_dims, bool neox) {
+void rotate_head(Isa isa, float* v, const float* cos_sin, int32_t n_dims, bool neox) {
   const int32_t half = n_dims / 2;
   int32_t i = 0;
-  if (isa != quant::Isa::kScalar) {
+  if (isa != Isa::kScalar) {
     const int32_t n_vector = neox ? half / 8 * 8 : half / 4 * 4;
     avx2::rotate_pairs(v, cos_sin, n_vector, n_dims, neox);
     i = n_vector;

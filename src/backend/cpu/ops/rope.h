@@ -12,7 +12,7 @@ namespace pagoda::backend::cpu {
 
 // Rotates the first n_dims values of one head v. cos_sin[2i], cos_sin[2i + 1]: the cos
 // and sin of pair i. Pairs are (2i, 2i + 1), or (i, i + n_dims / 2) with neox.
-void rotate_head(quant::Isa isa, float* v, const float* cos_sin, int32_t n_dims, bool neox);
+void rotate_head(Isa isa, float* v, const float* cos_sin, int32_t n_dims, bool neox);
 
 namespace avx2 {
 // The pairs [0, n_pairs) of rotate_head (n_pairs a multiple of 8 with neox, of 4 without).

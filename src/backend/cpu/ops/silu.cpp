@@ -21,11 +21,11 @@ float reference_expf(float x) {
   return std::ldexp(j, static_cast<int>(n));
 }
 
-void silu_mul_row(quant::Isa isa, const float* g, const float* u, float* z, int64_t n) {
+void silu_mul_row(Isa isa, const float* g, const float* u, float* z, int64_t n) {
   constexpr int64_t kReferenceLanes = 16;  // the reference's vector width for this op
   const int64_t n_vector = n / kReferenceLanes * kReferenceLanes;
   int64_t i = 0;
-  if (isa != quant::Isa::kScalar) {
+  if (isa != Isa::kScalar) {
     avx2::silu_mul_reference_exp(g, u, z, n_vector);
     i = n_vector;
   }

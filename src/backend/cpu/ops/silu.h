@@ -14,7 +14,7 @@ namespace pagoda::backend::cpu {
 float reference_expf(float x);
 
 // z[i] = g[i] / (1 + exp(-g[i])) * u[i] for i < n (z may alias g or u).
-void silu_mul_row(quant::Isa isa, const float* g, const float* u, float* z, int64_t n);
+void silu_mul_row(Isa isa, const float* g, const float* u, float* z, int64_t n);
 
 namespace avx2 {
 // The first n (a multiple of 8) values of silu_mul_row, with reference_expf on every lane.
