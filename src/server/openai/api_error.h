@@ -8,11 +8,8 @@
 // ApiResult<T> is the protocol layer's Expected: a T, or the ApiError to send instead.
 // Nothing here throws.
 
-#include <cassert>
 #include <string>
 #include <string_view>
-#include <utility>
-#include <variant>
 
 #include "core/status.h"
 
@@ -54,37 +51,8 @@ ApiError service_unavailable(std::string message);
 // kResourceExhausted -> 503, everything else -> 500. `status` must not be ok.
 ApiError api_error_from_status(const Status& status, std::string param = {});
 
-// A T, or the ApiError that stands for it. Shaped like pagoda::Expected.
+// A T, or the ApiError that stands for it (error()).
 template <typename T>
-class [[nodiscard]] ApiResult {
- public:
-  ApiResult(T value) : state_(std::move(value)) {}         // NOLINT: implicit by design
-  ApiResult(ApiError error) : state_(std::move(error)) {}  // NOLINT: implicit by design
-
-  bool ok() const { return std::holds_alternative<T>(state_); }
-  explicit operator bool() const { return ok(); }
-
-  T& value() & { return std::get<T>(state_); }
-  const T& value() const& { return std::get<T>(state_); }
-  T&& value() && { return std::get<T>(std::move(state_)); }
-  T& operator*() & { return value(); }
-  const T& operator*() const& { return value(); }
-  T&& operator*() && { return std::move(*this).value(); }
-  T* operator->() { return &value(); }
-  const T* operator->() const { return &value(); }
-
-  // Only when !ok().
-  const ApiError& error() const& {
-    assert(!ok());
-    return std::get<ApiError>(state_);
-  }
-  ApiError&& error() && {
-    assert(!ok());
-    return std::get<ApiError>(std::move(state_));
-  }
-
- private:
-  std::variant<T, ApiError> state_;
-};
+using ApiResult = Expected<T, ApiError>;
 
 }  // namespace pagoda::server
