@@ -14,7 +14,7 @@
 // instead of repacking per call.
 //
 // --reference times the kernels of CpuNumerics::kReference (each type with the reference
-// build's f32 rounding, see backend/cpu/matmul.h) instead of the default kFast ones.
+// build's f32 rounding, see backend/cpu/matmul/matmul.h) instead of the default kFast ones.
 
 #include <benchmark/benchmark.h>
 

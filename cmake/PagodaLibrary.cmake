@@ -1,9 +1,22 @@
-# pagoda_library(NAME DEPS...): one static library per source folder, made of every
-# .cpp in it. Includes are rooted at src/, so code writes #include "gguf/reader.h".
+# pagoda_library(NAME DEPS... [SUBDIRS DIR...]): one static library per source folder,
+# made of every .cpp in it and in the subfolders SUBDIRS names (for a library whose
+# parts use one another both ways). Includes are rooted at src/, so code writes
+# #include "gguf/reader.h".
+function(pagoda_library name)
+  cmake_parse_arguments(PARSE_ARGV 1 arg "" "" "SUBDIRS")
+  set(patterns ${CMAKE_CURRENT_SOURCE_DIR}/*.cpp)
+  foreach(dir IN LISTS arg_SUBDIRS)
+    list(APPEND patterns ${CMAKE_CURRENT_SOURCE_DIR}/${dir}/*.cpp)
+  endforeach()
+  file(GLOB sources CONFIGURE_DEPENDS ${patterns})
+  pagoda_add_library(${name} "${sources}" ${arg_UNPARSED_ARGUMENTS})
+endfunction()
+
+# pagoda_add_library(NAME SOURCES DEPS...): the library pagoda_NAME of the sources given
+# as one list (header-only when it is empty), for folders that choose their own.
 # Files named *_avx2.cpp, *_avx512.cpp and *_avx512vnni.cpp are compiled for that
 # instruction set only; the code that calls them checks the CPU at run time first.
-function(pagoda_library name)
-  file(GLOB sources CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.cpp)
+function(pagoda_add_library name sources)
   if(NOT sources)
     add_library(pagoda_${name} INTERFACE)  # a header-only layer
     target_include_directories(pagoda_${name} INTERFACE ${PROJECT_SOURCE_DIR}/src)

@@ -11,8 +11,8 @@
 #include <string>
 #include <string_view>
 
-#include "server/api_error.h"
-#include "server/http_server_protocol.h"
+#include "server/http/http_server_protocol.h"
+#include "server/openai/api_error.h"
 
 namespace {
 

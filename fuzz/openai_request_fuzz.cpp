@@ -10,8 +10,8 @@
 #include <string_view>
 #include <variant>
 
-#include "server/openai_request.h"
-#include "server/tokenize_api.h"
+#include "server/openai/openai_request.h"
+#include "server/openai/tokenize_api.h"
 
 namespace {
 

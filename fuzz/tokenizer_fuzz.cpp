@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
+#include "core/unicode.h"
 #include "gguf/reader.h"
 #include "tokenizer/tokenizer.h"
-#include "tokenizer/unicode.h"
 
 namespace {
 
@@ -41,7 +41,7 @@ Tokenizer load(const std::string& name) {
 
 bool valid_utf8(std::string_view text) {
   for (size_t i = 0; i < text.size();) {
-    const int n = pagoda::tokenizer::utf8_validate_one(text.substr(i));
+    const int n = pagoda::utf8_validate_one(text.substr(i));
     if (n <= 0) return false;
     i += static_cast<size_t>(n);
   }

@@ -9,7 +9,7 @@
 #include <string_view>
 
 #include "core/status.h"
-#include "quant/dot.h"
+#include "core/cpu_features.h"
 
 namespace pagoda::backend {
 
@@ -34,7 +34,7 @@ enum class CpuNumerics {
   // the same whichever tokens share its batch (what continuous batching needs).
   kFast,
   // Each op rounds as the reference build's CPU kernel for it does (see
-  // backend/cpu/matmul.h), so that models reproduce its log-probabilities; slower, and a
+  // backend/cpu/matmul/matmul.h), so that models reproduce its log-probabilities; slower, and a
   // token's outputs may depend on the size of its batch, as the reference's do.
   kReference,
 };
@@ -46,10 +46,10 @@ struct CpuBackendOptions {
   int n_threads = 0;  // threads for the ops, the calling thread included; 0: one per physical core
   // Highest instruction set the kernels may use; capped by what the CPU runs. Tests and
   // benchmarks lower it to exercise the scalar paths.
-  quant::Isa max_isa = quant::Isa::kAvx512Vnni;
+  Isa max_isa = Isa::kAvx512Vnni;
   CpuNumerics numerics = CpuNumerics::kFast;
   // Bytes the matmuls may spend keeping model weights repacked for batched steps
-  // (backend/cpu/matmul_repacked.h); kAutoRepackedBytes: an eighth of physical memory.
+  // (backend/cpu/matmul/matmul_repacked.h); kAutoRepackedBytes: an eighth of physical memory.
   static constexpr size_t kAutoRepackedBytes = ~size_t{0};
   size_t repacked_weight_bytes = kAutoRepackedBytes;
 };

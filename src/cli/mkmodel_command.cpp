@@ -9,8 +9,8 @@
 
 #include "cli/commands.h"
 #include "cli/loaded_model.h"
-#include "engine/random_model.h"
 #include "gguf/reader.h"
+#include "tools/random_model.h"
 
 namespace pagoda::cli {
 namespace {
@@ -18,7 +18,7 @@ namespace {
 struct MkmodelArgs {
   std::string output;
   std::string tokenizer_path;
-  engine::RandomModelSpec spec;
+  tools::RandomModelSpec spec;
 };
 
 Status mkmodel(const MkmodelArgs& args) {
@@ -28,7 +28,7 @@ Status mkmodel(const MkmodelArgs& args) {
     PAGODA_ASSIGN_OR_RETURN(gguf::Reader reader, gguf::Reader::open(args.tokenizer_path));
     tokenizer.emplace(std::move(reader));
   }
-  PAGODA_TRY(engine::write_random_model(args.spec, tokenizer ? &*tokenizer : nullptr, args.output));
+  PAGODA_TRY(tools::write_random_model(args.spec, tokenizer ? &*tokenizer : nullptr, args.output));
   PAGODA_ASSIGN_OR_RETURN(const gguf::Reader written, gguf::Reader::open(args.output));
   uint64_t n_params = 0, n_bytes = 0;
   for (const gguf::TensorInfo& tensor : written.tensors()) {
@@ -48,7 +48,7 @@ Status mkmodel(const MkmodelArgs& args) {
 
 void add_mkmodel_command(CLI::App& app) {
   auto args = std::make_shared<MkmodelArgs>();
-  engine::RandomModelSpec& s = args->spec;
+  tools::RandomModelSpec& s = args->spec;
   CLI::App* command = app.add_subcommand("mkmodel", "Write a GGUF model with random weights");
   command->add_option("-o,--output", args->output, "GGUF file to write")->required();
   command->add_option("--arch", s.architecture, "Architecture: llama, qwen2, qwen3, gpt2")

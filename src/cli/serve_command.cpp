@@ -21,12 +21,12 @@
 #include "cli/loaded_model.h"
 #include "cli/serve_signals.h"
 #include "engine/engine.h"
-#include "server/api_service.h"
-#include "server/api_service_gate.h"
-#include "server/http_server.h"
-#include "server/logging.h"
-#include "server/metrics.h"
-#include "server/serve_config.h"
+#include "server/config/serve_config.h"
+#include "server/http/http_server.h"
+#include "server/logging/logging.h"
+#include "server/metrics/metrics.h"
+#include "server/service/api_service.h"
+#include "server/service/api_service_gate.h"
 #include "tokenizer/chat_template.h"
 
 namespace pagoda::cli {

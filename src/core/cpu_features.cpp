@@ -1,6 +1,5 @@
 #include "core/cpu_features.h"
 
-#include <array>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -21,9 +20,6 @@
 
 namespace pagoda {
 namespace {
-
-constexpr std::array<std::string_view, 5> kLevelNames = {"scalar", "avx2", "avx512",
-                                                         "avx512vnni", "native"};
 
 void append_note(std::string& notes, std::string_view note) {
   if (!notes.empty()) notes += "; ";
@@ -246,15 +242,21 @@ void probe_advertised(CpuFeatures& f) {
 
 }  // namespace
 
-std::optional<IsaLevel> parse_isa_level(std::string_view name) {
-  for (size_t i = 0; i < kLevelNames.size(); ++i) {
-    if (ascii_iequals(kLevelNames[i], name)) return static_cast<IsaLevel>(i);
+std::string_view isa_name(Isa isa) {
+  switch (isa) {
+    case Isa::kScalar: return "scalar";
+    case Isa::kAvx2: return "avx2";
+    case Isa::kAvx512: return "avx512";
+    case Isa::kAvx512Vnni: return "avx512vnni";
   }
-  return std::nullopt;
+  return "unknown";
 }
 
-std::string_view isa_level_name(IsaLevel level) {
-  return kLevelNames[static_cast<size_t>(level)];
+std::optional<Isa> parse_isa(std::string_view name) {
+  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512, Isa::kAvx512Vnni}) {
+    if (ascii_iequals(isa_name(isa), name)) return isa;
+  }
+  return std::nullopt;
 }
 
 CpuFeatures detect_cpu_features() {
@@ -266,17 +268,18 @@ CpuFeatures detect_cpu_features() {
   return f;
 }
 
-CpuFeatures cap_cpu_features(CpuFeatures f, IsaLevel max_level) {
-  if (max_level == IsaLevel::kNative) return f;
+CpuFeatures cap_cpu_features(CpuFeatures f, std::optional<Isa> max_isa) {
+  if (!max_isa) return f;
+  const Isa max_level = *max_isa;
   f.amx_tile = f.amx_int8 = f.amx_bf16 = false;
   f.avx512_bf16 = false;
-  if (max_level < IsaLevel::kAvx512Vnni) f.avx512_vnni = f.avx_vnni = false;
-  if (max_level < IsaLevel::kAvx512) f.avx512f = f.avx512bw = f.avx512vl = f.avx512dq = false;
-  if (max_level < IsaLevel::kAvx2) {
+  if (max_level < Isa::kAvx512Vnni) f.avx512_vnni = f.avx_vnni = false;
+  if (max_level < Isa::kAvx512) f.avx512f = f.avx512bw = f.avx512vl = f.avx512dq = false;
+  if (max_level < Isa::kAvx2) {
     f.sse3 = f.ssse3 = false;
     f.avx = f.avx2 = f.fma = f.f16c = false;
   }
-  append_note(f.notes, "capped at " + std::string(isa_level_name(max_level)));
+  append_note(f.notes, "capped at " + std::string(isa_name(max_level)));
   return f;
 }
 
@@ -309,8 +312,9 @@ const CpuFeatures& cpu_features() {
     CpuFeatures f = detect_cpu_features();
     const char* cap = std::getenv("PAGODA_MAX_ISA");
     if (cap == nullptr || *cap == '\0') return f;
-    if (const std::optional<IsaLevel> level = parse_isa_level(cap)) {
-      f = cap_cpu_features(std::move(f), *level);
+    const std::optional<Isa> max_isa = parse_isa(cap);
+    if (max_isa || ascii_iequals(cap, "native")) {
+      f = cap_cpu_features(std::move(f), max_isa);
       f.notes += " by PAGODA_MAX_ISA";
     } else {
       append_note(f.notes, "PAGODA_MAX_ISA='" + std::string(cap) +

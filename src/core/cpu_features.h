@@ -17,11 +17,11 @@
 
 namespace pagoda {
 
-// The rungs of the instruction-set ladder the kernels are written for.
-enum class IsaLevel { kScalar, kAvx2, kAvx512, kAvx512Vnni, kNative };
+// The rungs of the instruction-set ladder the kernels are written for, lowest first.
+enum class Isa { kScalar, kAvx2, kAvx512, kAvx512Vnni };
 
-std::optional<IsaLevel> parse_isa_level(std::string_view name);  // case-insensitive
-std::string_view isa_level_name(IsaLevel level);
+std::string_view isa_name(Isa isa);                   // "scalar", "avx2", "avx512", "avx512vnni"
+std::optional<Isa> parse_isa(std::string_view name);  // case-insensitive
 
 struct CpuFeatures {
   bool sse3 = false, ssse3 = false;
@@ -49,8 +49,9 @@ struct CpuFeatures {
 // Features of this CPU, capped by PAGODA_MAX_ISA; computed on first call (thread-safe).
 const CpuFeatures& cpu_features();
 
-// The uncapped detection and the cap, apart, so each can be tested.
+// The uncapped detection and the cap, apart, so each can be tested. No max_isa (what
+// PAGODA_MAX_ISA=native asks for) leaves the features as they are.
 CpuFeatures detect_cpu_features();
-CpuFeatures cap_cpu_features(CpuFeatures features, IsaLevel max_level);
+CpuFeatures cap_cpu_features(CpuFeatures features, std::optional<Isa> max_isa);
 
 }  // namespace pagoda

@@ -4,6 +4,7 @@
 
 #include <cassert>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <variant>
 
@@ -46,12 +47,16 @@ inline Status resource_exhausted(std::string m) { return {ErrorCode::kResourceEx
 inline Status internal_error(std::string m) { return {ErrorCode::kInternal, std::move(m)}; }
 
 // Expected<T>: a T, or the Status saying why there is none. (std::expected is C++23.)
-template <typename T>
+// Expected<T, E>: a T, or an error of another type, for a layer whose errors carry more
+// than a Status (the server's ApiError: HTTP status, OpenAI type, param, code).
+template <typename T, typename E = Status>
 class [[nodiscard]] Expected {
  public:
   Expected(T value) : state_(std::move(value)) {}  // NOLINT: implicit by design
-  Expected(Status error) : state_(std::move(error)) {  // NOLINT: implicit by design
-    assert(!std::get<Status>(state_).ok() && "Expected built from an ok Status");
+  Expected(E error) : state_(std::move(error)) {   // NOLINT: implicit by design
+    if constexpr (std::is_same_v<E, Status>) {
+      assert(!std::get<Status>(state_).ok() && "Expected built from an ok Status");
+    }
   }
 
   bool ok() const { return std::holds_alternative<T>(state_); }
@@ -66,14 +71,31 @@ class [[nodiscard]] Expected {
   T* operator->() { return &value(); }
   const T* operator->() const { return &value(); }
 
-  const Status& status() const {
+  // Only when !ok().
+  const E& error() const& {
+    assert(!ok());
+    return std::get<E>(state_);
+  }
+  E&& error() && {
+    assert(!ok());
+    return std::get<E>(std::move(state_));
+  }
+
+  // With a Status as the error: ok_status() when there is a value.
+  const Status& status() const
+    requires std::is_same_v<E, Status>
+  {
     static const Status kOk;
     return ok() ? kOk : std::get<Status>(state_);
   }
-  Status take_status() && { return ok() ? Status{} : std::get<Status>(std::move(state_)); }
+  Status take_status() &&
+    requires std::is_same_v<E, Status>
+  {
+    return ok() ? Status{} : std::get<Status>(std::move(state_));
+  }
 
  private:
-  std::variant<T, Status> state_;
+  std::variant<T, E> state_;
 };
 
 }  // namespace pagoda

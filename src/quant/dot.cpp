@@ -113,16 +113,6 @@ std::vector<Isa> detect_isas() {
 
 }  // namespace
 
-std::string_view isa_name(Isa isa) {
-  switch (isa) {
-    case Isa::kScalar: return "scalar";
-    case Isa::kAvx2: return "avx2";
-    case Isa::kAvx512: return "avx512";
-    case Isa::kAvx512Vnni: return "avx512vnni";
-  }
-  return "unknown";
-}
-
 const std::vector<Isa>& available_isas() {
   static const std::vector<Isa> isas = detect_isas();
   return isas;

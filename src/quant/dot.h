@@ -9,12 +9,10 @@
 #include <string_view>
 #include <vector>
 
+#include "core/cpu_features.h"
 #include "core/dtype.h"
 
 namespace pagoda::quant {
-
-enum class Isa { kScalar, kAvx2, kAvx512, kAvx512Vnni };
-std::string_view isa_name(Isa isa);
 
 // Instruction sets this CPU (and OS) can run, scalar first, best last.
 const std::vector<Isa>& available_isas();

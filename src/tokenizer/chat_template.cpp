@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "tokenizer/jinja_json.h"
+#include "jinja/json.h"
 #include "tokenizer/tokenizer.h"
 
 namespace pagoda::tokenizer {

@@ -24,7 +24,7 @@
 
 #include "core/status.h"
 #include "gguf/reader.h"
-#include "tokenizer/jinja_template.h"
+#include "jinja/template.h"
 
 namespace pagoda::tokenizer {
 

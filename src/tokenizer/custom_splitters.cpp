@@ -1,6 +1,6 @@
 #include "tokenizer/custom_splitters.h"
 
-#include "tokenizer/unicode.h"
+#include "core/unicode.h"
 
 namespace pagoda::tokenizer {
 namespace {

@@ -1,7 +1,7 @@
 #include "tokenizer/detokenizer.h"
 
+#include "core/unicode.h"
 #include "tokenizer/tokenizer.h"
-#include "tokenizer/unicode.h"
 #include "tokenizer/vocab.h"
 
 namespace pagoda::tokenizer {

@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "tokenizer/unicode.h"
+#include "core/unicode.h"
 
 namespace pagoda::tokenizer {
 

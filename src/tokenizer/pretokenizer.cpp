@@ -3,9 +3,10 @@
 #include <algorithm>
 #include <array>
 
+#include "core/unicode.h"
+#include "tokenizer/byte_alphabet.h"
 #include "tokenizer/custom_splitters.h"
 #include "tokenizer/regex.h"
-#include "tokenizer/unicode.h"
 
 namespace pagoda::tokenizer {
 namespace {

@@ -7,7 +7,8 @@
 #include <cstdlib>
 #include <span>
 
-#include "tokenizer/unicode.h"
+#include "core/unicode.h"
+#include "tokenizer/byte_alphabet.h"
 #include "tokenizer/vocab_loader.h"
 
 namespace pagoda::tokenizer {

@@ -3,7 +3,7 @@
 // positions is resumed), the portable and AVX2 kernels agree bit for bit, and
 // softmax_exp is accurate to a few ulp.
 
-#include "backend/cpu/attention_chunk_kernels.h"
+#include "backend/cpu/attention/attention_chunk_kernels.h"
 
 #include <gtest/gtest.h>
 
@@ -61,7 +61,7 @@ struct Case {
 // Every distinct kernel set this CPU runs, the portable one first.
 std::vector<const ChunkKernels*> kernel_sets() {
   std::vector<const ChunkKernels*> sets;
-  for (const quant::Isa isa : quant::available_isas()) {
+  for (const Isa isa : quant::available_isas()) {
     const ChunkKernels* k = &chunk_kernels(isa);
     if (std::find(sets.begin(), sets.end(), k) == sets.end()) sets.push_back(k);
   }

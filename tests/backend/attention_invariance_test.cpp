@@ -65,7 +65,7 @@ struct Schedule {
   int n_threads = 2;
   uint32_t block_seed = 1;     // order of the free block list
   bool reverse_batch = false;  // sequences placed in the batch last to first
-  quant::Isa isa = quant::best_isa();
+  Isa isa = quant::best_isa();
 };
 
 Schedule one_batch(int n_threads) {
@@ -269,11 +269,11 @@ TEST_P(AttentionInvariance, EveryScheduleGivesTheSameBits) {
 // The portable kernels perform the AVX2 kernels' operations: same bits on any CPU.
 TEST_P(AttentionInvariance, PortableKernelsGiveTheSameBits) {
   const Config c = GetParam();
-  if (quant::best_isa() == quant::Isa::kScalar) GTEST_SKIP() << "no SIMD kernels on this CPU";
+  if (quant::best_isa() == Isa::kScalar) GTEST_SKIP() << "no SIMD kernels on this CPU";
   const std::vector<Prompt> prompts = make_prompts(c);
   Schedule portable = chunked({64, 5, 1, 16}, {0, 3, 10, 40}, 2);
   const std::vector<std::vector<float>> simd = run(c, prompts, portable);
-  portable.isa = quant::Isa::kScalar;
+  portable.isa = Isa::kScalar;
   EXPECT_EQ(first_difference(simd, run(c, prompts, portable), size_t(c.n_heads()) * c.head_dim),
             "");
 }

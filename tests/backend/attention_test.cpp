@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/cpu/attention.h"
+#include "backend/cpu/attention/attention.h"
 #include "backend/cpu/cpu_backend.h"
 #include "quant/dequantize.h"
 #include "quant/dot.h"

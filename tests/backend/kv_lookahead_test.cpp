@@ -1,4 +1,4 @@
-#include "backend/cpu/kv_lookahead.h"
+#include "backend/cpu/attention/kv_lookahead.h"
 
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 #include <span>
 #include <vector>
 
-#include "backend/cpu/kv_storage_cpu.h"
+#include "backend/cpu/attention/kv_storage_cpu.h"
 
 namespace pagoda::backend::cpu {
 namespace {

@@ -1,4 +1,4 @@
-// The float weights' matmuls in reference numerics (backend/cpu/matmul_float.h), against
+// The float weights' matmuls in reference numerics (backend/cpu/matmul/matmul_float.h), against
 // scalar models of the reference build's arithmetic, bit for bit:
 //  - batches (2 tokens or more, rows a multiple of 16 values, a multiple of 4 rows): its
 //    gemm, one 16-lane accumulator per output, lane l fusing values l, l + 16, ... in
@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "backend/cpu/matmul.h"
-#include "backend/cpu/matmul_float.h"
+#include "backend/cpu/matmul/matmul.h"
+#include "backend/cpu/matmul/matmul_float.h"
 #include "core/fp16.h"
 #include "core/thread_pool.h"
 #include "quant/dot.h"
@@ -81,7 +81,7 @@ std::vector<float> activations(const Matrix& x, int64_t t, DType type) {
 class MatmulFloatTest : public ::testing::TestWithParam<DType> {
  protected:
   void SetUp() override {
-    if (quant::best_isa() == quant::Isa::kScalar) GTEST_SKIP() << "the reference's gemm needs AVX2";
+    if (quant::best_isa() == Isa::kScalar) GTEST_SKIP() << "the reference's gemm needs AVX2";
   }
 };
 
@@ -148,7 +148,7 @@ INSTANTIATE_TEST_SUITE_P(FloatWeights, MatmulFloatTest, ::testing::Values(DType:
                          [](const ::testing::TestParamInfo<DType>& info) { return std::string(dtype_name(info.param)); });
 
 TEST(MatmulFloat, TheGemmIsFoundOnlyWhereTheReferenceTakesIt) {
-  const quant::Isa isa = quant::Isa::kAvx2;
+  const Isa isa = Isa::kAvx2;
   EXPECT_NE(find_reference_float_tile(DType::F32, isa, 64, 172, 2), nullptr);
   EXPECT_NE(find_reference_float_tile(DType::F16, isa, 64, 512, 30), nullptr);
   EXPECT_EQ(find_reference_float_tile(DType::F32, isa, 64, 172, 1), nullptr);   // one token
@@ -156,7 +156,7 @@ TEST(MatmulFloat, TheGemmIsFoundOnlyWhereTheReferenceTakesIt) {
   EXPECT_EQ(find_reference_float_tile(DType::F16, isa, 64, 18, 8), nullptr);    // 18 % 4 != 0
   EXPECT_EQ(find_reference_float_tile(DType::BF16, isa, 64, 64, 8), nullptr);   // not F32 / F16
   EXPECT_EQ(find_reference_float_tile(DType::Q8_0, isa, 64, 64, 8), nullptr);
-  EXPECT_EQ(find_reference_float_tile(DType::F32, quant::Isa::kScalar, 64, 64, 8), nullptr);
+  EXPECT_EQ(find_reference_float_tile(DType::F32, Isa::kScalar, 64, 64, 8), nullptr);
 }
 
 }  // namespace

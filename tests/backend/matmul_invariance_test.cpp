@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "backend/cpu/matmul.h"
-#include "backend/cpu/matmul_tiles.h"
+#include "backend/cpu/matmul/matmul.h"
+#include "backend/cpu/matmul/matmul_tiles.h"
 #include "quant/quantize.h"
 #include "test_util.h"
 

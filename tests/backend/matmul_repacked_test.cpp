@@ -1,4 +1,4 @@
-// Weights kept repacked (backend/cpu/matmul_repacked.h) give the same bits as the
+// Weights kept repacked (backend/cpu/matmul/matmul_repacked.h) give the same bits as the
 // kernels' own repacking, at every token count and thread count; only weights the matmul
 // was told about are kept, and only within the budget.
 
@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "backend/cpu/matmul.h"
-#include "backend/cpu/matmul_tiles.h"
+#include "backend/cpu/matmul/matmul.h"
+#include "backend/cpu/matmul/matmul_tiles.h"
 #include "quant/quantize.h"
 #include "test_util.h"
 
@@ -56,8 +56,8 @@ void expect_same_bits(const Matrix& a, const Matrix& b, const std::string& what)
 class MatmulRepackedTest : public ::testing::TestWithParam<DType> {
  protected:
   void SetUp() override {
-    if (!quant::isa_available(quant::Isa::kAvx512Vnni)) GTEST_SKIP() << "this CPU lacks AVX-512 VNNI";
-    ASSERT_NE(find_tile_kernel(GetParam(), quant::Isa::kAvx512Vnni)->repack, nullptr);
+    if (!quant::isa_available(Isa::kAvx512Vnni)) GTEST_SKIP() << "this CPU lacks AVX-512 VNNI";
+    ASSERT_NE(find_tile_kernel(GetParam(), Isa::kAvx512Vnni)->repack, nullptr);
   }
 };
 
@@ -67,9 +67,9 @@ TEST_P(MatmulRepackedTest, KeptStripsGiveTheSameBits) {
   // blocks after the kernels' steps of 8.
   for (const int64_t n_in : {int64_t{576}, int64_t{1024}}) {
     Weight w = make_weight(type, n_in, 301);
-    Matmul kept(quant::Isa::kAvx512Vnni, CpuNumerics::kFast, size_t{1} << 30);
+    Matmul kept(Isa::kAvx512Vnni, CpuNumerics::kFast, size_t{1} << 30);
     kept.add_weight(w.bytes.data(), w.bytes.size());
-    Matmul plain(quant::Isa::kAvx512Vnni, CpuNumerics::kFast);
+    Matmul plain(Isa::kAvx512Vnni, CpuNumerics::kFast);
     for (const int64_t n_tokens : {1, 4, 5, 16, 37, 150}) {
       Matrix x(n_tokens, n_in, 2, 30 + uint32_t(n_tokens), 2.0f);
       for (const int threads : {1, 2}) {
@@ -79,7 +79,7 @@ TEST_P(MatmulRepackedTest, KeptStripsGiveTheSameBits) {
       }
     }
     // One copy, made by the first batched matmul and reused by the others.
-    EXPECT_EQ(kept.repacked_bytes(), find_tile_kernel(type, quant::Isa::kAvx512Vnni)->repack(
+    EXPECT_EQ(kept.repacked_bytes(), find_tile_kernel(type, Isa::kAvx512Vnni)->repack(
                                          TileJob{.n_in = n_in, .n_rows = 301}, nullptr));
     EXPECT_EQ(plain.repacked_bytes(), 0u);
   }
@@ -90,14 +90,14 @@ TEST_P(MatmulRepackedTest, OnlyWeightsAddedAndWithinTheBudget) {
   Weight w = make_weight(type, 1024, 64);
   Weight other = make_weight(type, 1024, 64);
   Matrix x(16, 1024, 0, 5, 1.0f);
-  const size_t need = find_tile_kernel(type, quant::Isa::kAvx512Vnni)->repack(TileJob{.n_in = 1024, .n_rows = 64}, nullptr);
+  const size_t need = find_tile_kernel(type, Isa::kAvx512Vnni)->repack(TileJob{.n_in = 1024, .n_rows = 64}, nullptr);
 
-  Matmul small(quant::Isa::kAvx512Vnni, CpuNumerics::kFast, need - 1);
+  Matmul small(Isa::kAvx512Vnni, CpuNumerics::kFast, need - 1);
   small.add_weight(w.bytes.data(), w.bytes.size());
   const Matrix over_budget = multiply(small, 2, w, x);
   EXPECT_EQ(small.repacked_bytes(), 0u) << "the copy does not fit the budget";
 
-  Matmul exact(quant::Isa::kAvx512Vnni, CpuNumerics::kFast, need);
+  Matmul exact(Isa::kAvx512Vnni, CpuNumerics::kFast, need);
   exact.add_weight(w.bytes.data(), w.bytes.size());
   const Matrix unknown = multiply(exact, 2, other, x);
   EXPECT_EQ(exact.repacked_bytes(), 0u) << "a weight never added is not kept";
@@ -106,7 +106,7 @@ TEST_P(MatmulRepackedTest, OnlyWeightsAddedAndWithinTheBudget) {
   multiply(exact, 2, other, x);
   EXPECT_EQ(exact.repacked_bytes(), need);
 
-  Matmul plain(quant::Isa::kAvx512Vnni, CpuNumerics::kFast);
+  Matmul plain(Isa::kAvx512Vnni, CpuNumerics::kFast);
   expect_same_bits(kept, multiply(plain, 2, w, x), "kept");
   expect_same_bits(over_budget, kept, "over budget");
   expect_same_bits(unknown, multiply(plain, 2, other, x), "unknown weight");
@@ -117,7 +117,7 @@ TEST_P(MatmulRepackedTest, OnlyWeightsAddedAndWithinTheBudget) {
 TEST_P(MatmulRepackedTest, RowsWithinAnAddedWeight) {
   const DType type = GetParam();
   Weight w = make_weight(type, 1024, 96);
-  Matmul matmul(quant::Isa::kAvx512Vnni, CpuNumerics::kFast, size_t{1} << 30);
+  Matmul matmul(Isa::kAvx512Vnni, CpuNumerics::kFast, size_t{1} << 30);
   matmul.add_weight(w.bytes.data(), w.bytes.size() - 1);  // the last row is not all inside
   Matrix x(8, 1024, 0, 9, 1.0f);
   TensorView first_half = w.view();
@@ -125,7 +125,7 @@ TEST_P(MatmulRepackedTest, RowsWithinAnAddedWeight) {
   Matrix y(8, 48);
   ThreadPool pool(2);
   ASSERT_TRUE(matmul.run(pool, first_half, x.view(), y.view()).ok());
-  const size_t half = find_tile_kernel(type, quant::Isa::kAvx512Vnni)->repack(TileJob{.n_in = 1024, .n_rows = 48}, nullptr);
+  const size_t half = find_tile_kernel(type, Isa::kAvx512Vnni)->repack(TileJob{.n_in = 1024, .n_rows = 48}, nullptr);
   EXPECT_EQ(matmul.repacked_bytes(), half);
   multiply(matmul, 2, w, x);
   EXPECT_EQ(matmul.repacked_bytes(), half) << "the whole weight reaches past the bytes added";

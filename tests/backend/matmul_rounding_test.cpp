@@ -10,8 +10,8 @@
 #include <cmath>
 #include <vector>
 
-#include "backend/cpu/matmul.h"
-#include "backend/cpu/matmul_tiles.h"
+#include "backend/cpu/matmul/matmul.h"
+#include "backend/cpu/matmul/matmul_tiles.h"
 #include "core/fp16.h"
 #include "quant/blocks.h"
 #include "quant/dot_scales.h"
@@ -55,7 +55,7 @@ float lanes_sum(const float l[8]) { return ((l[0] + l[4]) + (l[2] + l[6])) + ((l
 
 TEST(MatmulRounding, Q8_0PairsAreTheReferencesDotProducts) {
   const Case c = run_case(DType::Q8_0, 256, 13, 6);
-  if (c.y.empty()) GTEST_SKIP() << "no Q8_0 kernel on " << quant::isa_name(quant::best_isa());
+  if (c.y.empty()) GTEST_SKIP() << "no Q8_0 kernel on " << isa_name(quant::best_isa());
   for (int64_t t = 0; t < c.n_tokens; ++t) {
     const auto* a = reinterpret_cast<const quant::BlockQ8_0*>(c.a.data() + t * row_bytes(DType::Q8_0, c.n_in));
     for (int64_t r = 0; r < c.n_out; ++r) {
@@ -76,7 +76,7 @@ TEST(MatmulRounding, Q8_0PairsAreTheReferencesDotProducts) {
 
 TEST(MatmulRounding, Q4_1PairsAddTheMinimumsApart) {
   const Case c = run_case(DType::Q4_1, 256, 11, 5);
-  if (c.y.empty()) GTEST_SKIP() << "no Q4_1 kernel on " << quant::isa_name(quant::best_isa());
+  if (c.y.empty()) GTEST_SKIP() << "no Q4_1 kernel on " << isa_name(quant::best_isa());
   for (int64_t t = 0; t < c.n_tokens; ++t) {
     const auto* a = reinterpret_cast<const quant::BlockQ8_1*>(c.a.data() + t * row_bytes(DType::Q8_1, c.n_in));
     for (int64_t r = 0; r < c.n_out; ++r) {
@@ -101,7 +101,7 @@ TEST(MatmulRounding, Q4_1PairsAddTheMinimumsApart) {
 
 TEST(MatmulRounding, Q4_0StripsFuseOneBlockAtATime) {
   const Case c = run_case(DType::Q4_0, 512, 21, 7);
-  if (c.y.empty()) GTEST_SKIP() << "no Q4_0 kernel on " << quant::isa_name(quant::best_isa());
+  if (c.y.empty()) GTEST_SKIP() << "no Q4_0 kernel on " << isa_name(quant::best_isa());
   for (int64_t t = 0; t < c.n_tokens; ++t) {
     const auto* a = reinterpret_cast<const quant::BlockQ8_0*>(c.a.data() + t * row_bytes(DType::Q8_0, c.n_in));
     for (int64_t r = 0; r < c.n_out; ++r) {
@@ -128,7 +128,7 @@ int q4_K_sub_block(const quant::BlockQ4_K& w, const quant::BlockQ8_K& a, int s, 
 
 TEST(MatmulRounding, Q4_KStripsFuseOneSuperBlockAtATime) {
   const Case c = run_case(DType::Q4_K, 512, 16, 7);  // tokens 0..3 from a repacked strip, 4..6 not
-  if (c.y.empty()) GTEST_SKIP() << "no Q4_K kernel on " << quant::isa_name(quant::best_isa());
+  if (c.y.empty()) GTEST_SKIP() << "no Q4_K kernel on " << isa_name(quant::best_isa());
   for (int64_t t = 0; t < c.n_tokens; ++t) {
     const auto* a = reinterpret_cast<const quant::BlockQ8_K*>(c.a.data() + t * row_bytes(DType::Q8_K, c.n_in));
     for (int64_t r = 0; r < c.n_out; ++r) {

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "backend/backend.h"
-#include "backend/cpu/matmul.h"
+#include "backend/cpu/matmul/matmul.h"
 #include "core/dtype.h"
 #include "quant/quantize.h"
 #include "test_util.h"

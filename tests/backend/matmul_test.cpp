@@ -3,7 +3,7 @@
 // against the unquantized activations within the bound their 8-bit rounding implies; the
 // tiled schedule against the row schedule; the SIMD kernels against the scalar ones.
 
-#include "backend/cpu/matmul.h"
+#include "backend/cpu/matmul/matmul.h"
 
 #include <gtest/gtest.h>
 
@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/cpu/matmul_tiles.h"
+#include "backend/cpu/matmul/matmul_tiles.h"
 #include "core/fp16.h"
 #include "quant/blocks.h"
 #include "quant/dequantize.h"
@@ -143,7 +143,7 @@ TEST_P(MatmulTest, MatchesDequantizedReference) {
 TEST_P(MatmulTest, TiledAgreesWithRows) {
   const DType type = GetParam();
   if (find_tile_kernel(type, quant::best_isa()) == nullptr) {
-    GTEST_SKIP() << dtype_name(type) << " has no tiled kernel on " << quant::isa_name(quant::best_isa());
+    GTEST_SKIP() << dtype_name(type) << " has no tiled kernel on " << isa_name(quant::best_isa());
   }
   Weights w = make_weights(type, 512, 45, 7);
   Matrix x(67, 512, 3, 8, 1.5f);
@@ -171,7 +171,7 @@ TEST_P(MatmulTest, TailTokensMatchLoneTokensBitForBit) {
   const DType type = GetParam();
   const TileKernel* tile = find_tile_kernel(type, quant::best_isa(), CpuNumerics::kReference);
   if (tile == nullptr || !tile->mirrors_reference) {
-    GTEST_SKIP() << dtype_name(type) << " has no kernel mirroring the reference on " << quant::isa_name(quant::best_isa());
+    GTEST_SKIP() << dtype_name(type) << " has no kernel mirroring the reference on " << isa_name(quant::best_isa());
   }
   Matmul matmul(quant::best_isa(), CpuNumerics::kReference);
   Weights w = make_weights(type, 512, 24, 11);
@@ -185,8 +185,8 @@ TEST_P(MatmulTest, TailTokensMatchLoneTokensBitForBit) {
 
 TEST_P(MatmulTest, SimdAgreesWithScalar) {
   const DType type = GetParam();
-  if (quant::best_isa() == quant::Isa::kScalar) GTEST_SKIP() << "this CPU runs only the scalar kernels";
-  Matmul scalar(quant::Isa::kScalar);
+  if (quant::best_isa() == Isa::kScalar) GTEST_SKIP() << "this CPU runs only the scalar kernels";
+  Matmul scalar(Isa::kScalar);
   Weights w = make_weights(type, 512, 21, 9);
   Matrix x(10, 512, 0, 10);
   Matrix simd_y(10, 21), scalar_y(10, 21);

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "backend/cpu/matmul.h"
-#include "backend/cpu/matmul_tiles.h"
+#include "backend/cpu/matmul/matmul.h"
+#include "backend/cpu/matmul/matmul_tiles.h"
 #include "quant/quantize.h"
 #include "test_util.h"
 
@@ -43,7 +43,7 @@ std::vector<std::byte> quantized(DType type, const std::vector<float>& values, i
   return bytes;
 }
 
-Matrix run(quant::Isa isa, int threads, const TensorView& w, Matrix& x, int64_t n_out) {
+Matrix run(Isa isa, int threads, const TensorView& w, Matrix& x, int64_t n_out) {
   ThreadPool pool(threads);
   Matmul matmul(isa, CpuNumerics::kFast);
   Matrix y(x.rows, n_out, 2);
@@ -63,13 +63,13 @@ void expect_same_bits(const Matrix& vnni, const Matrix& avx2, const std::string&
 class MatmulVnniTest : public ::testing::TestWithParam<DType> {
  protected:
   void SetUp() override {
-    if (!quant::isa_available(quant::Isa::kAvx512Vnni)) GTEST_SKIP() << "this CPU lacks AVX-512 VNNI";
+    if (!quant::isa_available(Isa::kAvx512Vnni)) GTEST_SKIP() << "this CPU lacks AVX-512 VNNI";
   }
 };
 
 TEST_P(MatmulVnniTest, SameBitsAsAvx2Strips) {
   const DType type = GetParam();
-  ASSERT_EQ(find_tile_kernel(type, quant::Isa::kAvx512Vnni)->strip_rows, 16) << "not the VNNI kernel";
+  ASSERT_EQ(find_tile_kernel(type, Isa::kAvx512Vnni)->strip_rows, 16) << "not the VNNI kernel";
   // 301 rows: a partial 16-row strip and several panels; 40: less than three strips.
   for (const int64_t n_in : input_sizes(type)) {
   for (const int64_t n_out : {int64_t{301}, int64_t{40}}) {
@@ -81,7 +81,7 @@ TEST_P(MatmulVnniTest, SameBitsAsAvx2Strips) {
         const std::string what = std::string(dtype_name(type)) + ", " + std::to_string(n_in) + " inputs, " +
                                  std::to_string(n_out) + " rows, " + std::to_string(n_tokens) + " tokens, " +
                                  std::to_string(threads) + " threads";
-        expect_same_bits(run(quant::Isa::kAvx512Vnni, threads, w, x, n_out), run(quant::Isa::kAvx2, threads, w, x, n_out),
+        expect_same_bits(run(Isa::kAvx512Vnni, threads, w, x, n_out), run(Isa::kAvx2, threads, w, x, n_out),
                          what);
       }
     }
@@ -105,7 +105,7 @@ TEST_P(MatmulVnniTest, SameBitsOnExtremeValues) {
   for (int64_t t = 0; t < n_tokens; ++t) {
     for (int64_t i = 0; i < kInputs; ++i) x.at(t, i) = t % 3 == 0 ? 3.0f : t % 3 == 1 ? -3.0f : (i % 2 ? 3.0f : -3.0f);
   }
-  expect_same_bits(run(quant::Isa::kAvx512Vnni, 2, w, x, n_out), run(quant::Isa::kAvx2, 2, w, x, n_out),
+  expect_same_bits(run(Isa::kAvx512Vnni, 2, w, x, n_out), run(Isa::kAvx2, 2, w, x, n_out),
                    std::string(dtype_name(type)) + " extremes");
 }
 

@@ -7,9 +7,10 @@
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
-#include "backend/cpu/norms.h"
+#include "backend/cpu/ops/norms.h"
 #include "core/fp16.h"
 #include "quant/dequantize.h"
+#include "quant/dot.h"
 #include "quant/quantize.h"
 #include "test_util.h"
 
@@ -95,7 +96,7 @@ TEST_F(OpsTest, RmsNormOnHeadViews) {
 // Per row, double sum += double(float(x * x)), values in order (the reference build's
 // order, which the vector form keeps), then the mean and scale in float: exactly.
 TEST_F(OpsTest, RmsNormSumsSquaresInTheReferenceOrder) {
-  for (const quant::Isa max_isa : {quant::Isa::kScalar, quant::Isa::kAvx512Vnni}) {
+  for (const Isa max_isa : {Isa::kScalar, Isa::kAvx512Vnni}) {
     auto b = make_cpu_backend({.n_threads = 2, .max_isa = max_isa});
     for (const int64_t n : {1, 3, 7, 40, 576, 1001}) {
       for (const int64_t rows : {1, 5, 8, 9, 19}) {
@@ -120,7 +121,7 @@ TEST_F(OpsTest, RmsNormSumsSquaresInTheReferenceOrder) {
 // The vector sums themselves, as doubles: rounding them to a float mean hides most changes
 // of order (29 bits of headroom), so this is where a reordering shows.
 TEST(RmsNormSums, EightRowsAtOnceKeepEachRowsOrder) {
-  if (!quant::isa_available(quant::Isa::kAvx2)) GTEST_SKIP() << "this CPU lacks AVX2";
+  if (!quant::isa_available(Isa::kAvx2)) GTEST_SKIP() << "this CPU lacks AVX2";
   std::mt19937 rng(5);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   for (const int64_t n : {1, 3, 4, 5, 40, 576, 1001}) {

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "backend/cpu/ops.h"
+#include "backend/cpu/ops/ops.h"
 #include "core/thread_pool.h"
 #include "test_util.h"
 

@@ -9,7 +9,7 @@
 #include <cmath>
 #include <vector>
 
-#include "backend/cpu/ops.h"
+#include "backend/cpu/ops/ops.h"
 #include "core/thread_pool.h"
 #include "test_util.h"
 
@@ -28,7 +28,7 @@ TEST(RopeRounding, BothLayoutsFuseTheX0Products) {
     RopeParams params;
     params.n_dims = 2;
     params.neox = neox;
-    Rope rope(quant::Isa::kScalar);
+    Rope rope(Isa::kScalar);
     ASSERT_TRUE(rope.run(pool, v, position, params).ok());
     int other_fusion_differs = 0;
     for (int64_t h = 0; h < kPairs; ++h) {
@@ -55,14 +55,14 @@ TEST(RopeRounding, EveryIsaRotatesAsTheScalarLoop) {
       params.n_dims = n_dims;
       params.neox = neox;
       std::vector<float> expected = original;
-      Rope scalar(quant::Isa::kScalar);
+      Rope scalar(Isa::kScalar);
       ASSERT_TRUE(scalar.run(pool, make_view(expected.data(), DType::F32, kHeadDim, kHeads, 4), positions, params).ok());
       ASSERT_NE(expected, original);
-      for (const quant::Isa isa : quant::available_isas()) {
+      for (const Isa isa : quant::available_isas()) {
         std::vector<float> x = original;
         Rope rope(isa);
         ASSERT_TRUE(rope.run(pool, make_view(x.data(), DType::F32, kHeadDim, kHeads, 4), positions, params).ok());
-        EXPECT_EQ(x, expected) << quant::isa_name(isa) << ", n_dims " << n_dims << (neox ? ", neox" : "");
+        EXPECT_EQ(x, expected) << isa_name(isa) << ", n_dims " << n_dims << (neox ? ", neox" : "");
       }
     }
   }

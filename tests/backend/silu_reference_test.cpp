@@ -10,8 +10,8 @@
 #include <random>
 #include <vector>
 
-#include "backend/cpu/ops.h"
-#include "backend/cpu/silu.h"
+#include "backend/cpu/ops/ops.h"
+#include "backend/cpu/ops/silu.h"
 #include "core/thread_pool.h"
 #include "test_util.h"
 
@@ -38,10 +38,10 @@ constexpr Case kCases[16] = {
 float libm_silu(float x) { return x / (1.0f + std::exp(-x)); }
 
 // Every test runs on the portable code and on the AVX2 kernel where the CPU has it.
-class SiluReference : public ::testing::TestWithParam<quant::Isa> {
+class SiluReference : public ::testing::TestWithParam<Isa> {
  protected:
   void SetUp() override {
-    if (!quant::isa_available(GetParam())) GTEST_SKIP() << "CPU lacks " << quant::isa_name(GetParam());
+    if (!quant::isa_available(GetParam())) GTEST_SKIP() << "CPU lacks " << isa_name(GetParam());
   }
 };
 
@@ -95,7 +95,7 @@ TEST_P(SiluReference, SameBitsAsThePortableCodeEverywhere) {
   gate[6] = INFINITY;
   gate[7] = -INFINITY;
   gate[8] = -95.0f;  // exp(-95) * ... : a subnormal-range scaling
-  silu_mul_row(quant::Isa::kScalar, gate.data(), up.data(), expected.data(), n);
+  silu_mul_row(Isa::kScalar, gate.data(), up.data(), expected.data(), n);
   silu_mul_row(GetParam(), gate.data(), up.data(), got.data(), n);
   for (int64_t i = 0; i < n; ++i) {
     ASSERT_EQ(std::memcmp(&expected[i], &got[i], sizeof(float)), 0)
@@ -103,8 +103,8 @@ TEST_P(SiluReference, SameBitsAsThePortableCodeEverywhere) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Isas, SiluReference, ::testing::Values(quant::Isa::kScalar, quant::Isa::kAvx2),
-                         [](const auto& info) { return std::string(quant::isa_name(info.param)); });
+INSTANTIATE_TEST_SUITE_P(Isas, SiluReference, ::testing::Values(Isa::kScalar, Isa::kAvx2),
+                         [](const auto& info) { return std::string(isa_name(info.param)); });
 
 }  // namespace
 }  // namespace pagoda::backend::cpu

@@ -21,20 +21,20 @@ CpuFeatures everything() {
   return f;
 }
 
-TEST(CpuFeatures, IsaLevelNamesRoundTripCaseInsensitively) {
-  for (IsaLevel level : {IsaLevel::kScalar, IsaLevel::kAvx2, IsaLevel::kAvx512, IsaLevel::kAvx512Vnni,
-                         IsaLevel::kNative}) {
-    EXPECT_EQ(parse_isa_level(isa_level_name(level)), level);
+TEST(CpuFeatures, IsaNamesRoundTripCaseInsensitively) {
+  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512, Isa::kAvx512Vnni}) {
+    EXPECT_EQ(parse_isa(isa_name(isa)), isa);
   }
-  EXPECT_EQ(parse_isa_level("AVX2"), IsaLevel::kAvx2);
-  EXPECT_EQ(parse_isa_level("Avx512VNNI"), IsaLevel::kAvx512Vnni);
-  EXPECT_EQ(parse_isa_level("avx"), std::nullopt);
-  EXPECT_EQ(parse_isa_level(""), std::nullopt);
-  EXPECT_EQ(parse_isa_level("avx2 "), std::nullopt);
+  EXPECT_EQ(parse_isa("AVX2"), Isa::kAvx2);
+  EXPECT_EQ(parse_isa("Avx512VNNI"), Isa::kAvx512Vnni);
+  EXPECT_EQ(parse_isa("avx"), std::nullopt);
+  EXPECT_EQ(parse_isa(""), std::nullopt);
+  EXPECT_EQ(parse_isa("avx2 "), std::nullopt);
+  EXPECT_EQ(parse_isa("native"), std::nullopt);  // no cap, not an instruction set
 }
 
 TEST(CpuFeatures, CapAtScalarClearsEverySimdFlag) {
-  const CpuFeatures f = cap_cpu_features(everything(), IsaLevel::kScalar);
+  const CpuFeatures f = cap_cpu_features(everything(), Isa::kScalar);
   EXPECT_FALSE(f.sse3 || f.ssse3 || f.avx || f.avx2 || f.fma || f.f16c);
   EXPECT_FALSE(f.avx512f || f.avx512bw || f.avx512vl || f.avx512dq);
   EXPECT_FALSE(f.avx512_vnni || f.avx_vnni || f.avx512_bf16);
@@ -45,7 +45,7 @@ TEST(CpuFeatures, CapAtScalarClearsEverySimdFlag) {
 }
 
 TEST(CpuFeatures, CapAtAvx2KeepsTheAvx2Group) {
-  const CpuFeatures f = cap_cpu_features(everything(), IsaLevel::kAvx2);
+  const CpuFeatures f = cap_cpu_features(everything(), Isa::kAvx2);
   EXPECT_TRUE(f.has_avx2_group());
   EXPECT_TRUE(f.sse3 && f.ssse3);
   EXPECT_FALSE(f.avx512f || f.avx512bw || f.avx512vl || f.avx512dq);
@@ -54,32 +54,32 @@ TEST(CpuFeatures, CapAtAvx2KeepsTheAvx2Group) {
 }
 
 TEST(CpuFeatures, CapAtAvx512KeepsAvx512ButNotVnni) {
-  const CpuFeatures f = cap_cpu_features(everything(), IsaLevel::kAvx512);
+  const CpuFeatures f = cap_cpu_features(everything(), Isa::kAvx512);
   EXPECT_TRUE(f.has_avx512_group());
   EXPECT_FALSE(f.avx512_vnni || f.avx_vnni || f.avx512_bf16 || f.amx_tile || f.amx_int8);
 }
 
 TEST(CpuFeatures, CapAtAvx512VnniKeepsVnniButNotAmx) {
-  const CpuFeatures f = cap_cpu_features(everything(), IsaLevel::kAvx512Vnni);
+  const CpuFeatures f = cap_cpu_features(everything(), Isa::kAvx512Vnni);
   EXPECT_TRUE(f.has_avx512_group());
   EXPECT_TRUE(f.avx512_vnni && f.avx_vnni);
   EXPECT_FALSE(f.avx512_bf16 || f.amx_tile || f.amx_int8 || f.amx_bf16);
 }
 
 TEST(CpuFeatures, NativeCapChangesNothing) {
-  const CpuFeatures f = cap_cpu_features(everything(), IsaLevel::kNative);
+  const CpuFeatures f = cap_cpu_features(everything(), std::nullopt);
   EXPECT_TRUE(f.amx_tile && f.amx_int8 && f.amx_bf16 && f.avx512_bf16);
   EXPECT_TRUE(f.notes.empty()) << f.notes;
 }
 
 TEST(CpuFeatures, CapNeverAddsWhatTheCpuLacks) {
   CpuFeatures none;
-  const CpuFeatures f = cap_cpu_features(none, IsaLevel::kAvx512Vnni);
+  const CpuFeatures f = cap_cpu_features(none, Isa::kAvx512Vnni);
   EXPECT_FALSE(f.avx2 || f.avx512f || f.avx512_vnni);
 }
 
 TEST(CpuFeatures, DescriptionListsFlagsAndNotes) {
-  const std::string line = cap_cpu_features(everything(), IsaLevel::kAvx2).description();
+  const std::string line = cap_cpu_features(everything(), Isa::kAvx2).description();
   EXPECT_EQ(line.rfind("Test CPU (GenuineIntel): sse3 ssse3 avx avx2 fma f16c", 0), 0u) << line;
   EXPECT_EQ(line.find("avx512"), std::string::npos) << line;
   EXPECT_NE(line.find("[capped at avx2]"), std::string::npos) << line;

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+
 #include "core/dtype.h"
 
 namespace pagoda {
@@ -25,6 +27,22 @@ TEST(Status, ExpectedCarriesValueOrError) {
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().code(), ErrorCode::kInvalidArgument);
   EXPECT_EQ(bad.status().message(), "not positive: -1");
+}
+
+// An error of another type than Status, as the server's ApiResult (Expected<T, ApiError>)
+// carries.
+struct TestError {
+  int code = 0;
+};
+
+TEST(Status, ExpectedCarriesAnotherErrorType) {
+  Expected<std::string, TestError> good = std::string("yes");
+  ASSERT_TRUE(good.ok());
+  EXPECT_EQ(*good, "yes");
+  Expected<std::string, TestError> bad = TestError{7};
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().code, 7);
+  EXPECT_EQ(std::move(bad).error().code, 7);
 }
 
 TEST(DType, TraitsMatchTheFileFormat) {

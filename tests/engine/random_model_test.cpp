@@ -1,4 +1,4 @@
-#include "engine/random_model.h"
+#include "tools/random_model.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -19,6 +19,9 @@
 
 namespace pagoda::engine {
 namespace {
+
+using tools::RandomModelSpec;
+using tools::write_random_model;
 
 const std::string kShared = PAGODA_SHARED_DIR;
 

@@ -63,7 +63,7 @@ TEST_P(Generation, FollowsTheReferenceGreedyRun) {
 //    rope, SwiGLU and per-query f16 flash attention are all reproduced bit for bit.
 //  - F32: 2.0e-6 / 2.6e-7; F16: 2.5e-5 / 3.0e-7 (bounds with a margin of 2 to 2.5).
 //    Their matmuls round as the reference's: its gemm for prompt batches
-//    (backend/cpu/matmul_float.h), its vector dot products for single tokens and rows of
+//    (backend/cpu/matmul/matmul_float.h), its vector dot products for single tokens and rows of
 //    172 values (quant/dot_float_avx2.cpp); so do the SwiGLU expf, the rope fusions and
 //    the softmax sum update. What is left: the reference runs the last layer's
 //    feed-forward on the logit row alone (one token, so its vector dot products), where

@@ -1,4 +1,4 @@
-#include "server/api_keys.h"
+#include "server/service/api_keys.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -8,7 +8,7 @@
 #include <fstream>
 #include <string>
 
-#include "server/api_keys_sha256.h"
+#include "server/service/api_keys_sha256.h"
 
 namespace pagoda::server {
 namespace {

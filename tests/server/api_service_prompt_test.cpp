@@ -1,6 +1,6 @@
 // PromptBuilder: chat templates rendered and tokenized with BOS exactly once, template
 // errors as 400s on "messages", completion prompts tokenized as `pagoda run` does.
-#include "server/api_service_prompt.h"
+#include "server/service/api_service_prompt.h"
 
 #include <gtest/gtest.h>
 

@@ -2,7 +2,7 @@
 // the middleware order (CORS preflight, auth on /v1 only, rate limit, routing), the
 // generation endpoints against the engine's own output, a client that leaves, and the
 // loading gate.
-#include "server/api_service.h"
+#include "server/service/api_service.h"
 
 #include <gtest/gtest.h>
 
@@ -17,8 +17,8 @@
 #include "engine/engine.h"
 #include "gguf/reader.h"
 #include "model/model.h"
-#include "server/api_service_gate.h"
 #include "server/http_test_client.h"
+#include "server/service/api_service_gate.h"
 
 namespace pagoda::server {
 namespace {

@@ -1,7 +1,7 @@
 // EngineBridge with a real io_context (two I/O threads, a strand) and a thread that
 // plays the engine: outputs arrive in order, per id, across threads; abort_all reaches
 // every id; the engine thread never waits for the consumer.
-#include "server/engine_bridge.h"
+#include "server/service/engine_bridge.h"
 
 #include <gtest/gtest.h>
 

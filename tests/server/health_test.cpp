@@ -1,4 +1,4 @@
-#include "server/health.h"
+#include "server/service/health.h"
 
 #include <gtest/gtest.h>
 

@@ -14,7 +14,7 @@
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
-#include "server/http_server.h"
+#include "server/http/http_server.h"
 #include "server/http_test_client.h"
 
 namespace pagoda::server {

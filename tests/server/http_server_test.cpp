@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "server/http_server.h"
+#include "server/http/http_server.h"
 #include "server/http_test_client.h"
 
 namespace pagoda::server {

@@ -6,9 +6,9 @@
 #include <atomic>
 #include <string>
 
-#include "server/http_server.h"
+#include "server/http/http_server.h"
+#include "server/http/sse.h"
 #include "server/http_test_client.h"
-#include "server/sse.h"
 
 namespace pagoda::server {
 namespace {

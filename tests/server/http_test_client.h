@@ -15,7 +15,7 @@
 
 #include <boost/asio/awaitable.hpp>
 
-#include "server/http_server.h"
+#include "server/http/http_server.h"
 
 namespace pagoda::server::testing {
 

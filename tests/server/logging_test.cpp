@@ -1,4 +1,4 @@
-#include "server/logging.h"
+#include "server/logging/logging.h"
 
 #include <gtest/gtest.h>
 #include <spdlog/sinks/ostream_sink.h>

@@ -1,4 +1,4 @@
-#include "server/metrics.h"
+#include "server/metrics/metrics.h"
 
 #include <gtest/gtest.h>
 
@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "server/metrics_process.h"
+#include "server/metrics/metrics_process.h"
 
 namespace pagoda::server {
 namespace {

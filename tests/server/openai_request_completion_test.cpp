@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "openai_test_util.h"
-#include "server/openai_request.h"
+#include "server/openai/openai_request.h"
 
 namespace pagoda::server {
 namespace {

@@ -1,7 +1,7 @@
 // Request parsing: the fields both endpoints share, their defaults, ranges and types,
 // and what a body that is not usable JSON gets.
 
-#include "server/openai_request.h"
+#include "server/openai/openai_request.h"
 
 #include <gtest/gtest.h>
 

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "openai_test_util.h"
-#include "server/openai_response.h"
+#include "server/openai/openai_response.h"
 
 namespace pagoda::server {
 namespace {

@@ -1,7 +1,7 @@
 // Whole responses and error bodies, compared as JSON with OpenAI's shapes (and the order
 // of the keys clients print first).
 
-#include "server/openai_response.h"
+#include "server/openai/openai_response.h"
 
 #include <gtest/gtest.h>
 
@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "openai_test_util.h"
-#include "server/api_error.h"
-#include "server/openai_response_parts.h"
+#include "server/openai/api_error.h"
+#include "server/openai/openai_response_parts.h"
 
 namespace pagoda::server {
 namespace {

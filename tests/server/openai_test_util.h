@@ -6,8 +6,8 @@
 #include <string>
 #include <string_view>
 
-#include "server/api_error.h"
-#include "server/openai_request.h"
+#include "server/openai/api_error.h"
+#include "server/openai/openai_request.h"
 
 namespace pagoda::server::testing {
 

@@ -1,4 +1,4 @@
-#include "server/rate_limiter.h"
+#include "server/service/rate_limiter.h"
 
 #include <gtest/gtest.h>
 

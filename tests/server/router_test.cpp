@@ -1,4 +1,4 @@
-#include "server/router.h"
+#include "server/service/router.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "server/serve_config.h"
+#include "server/config/serve_config.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "core/thread_pool.h"
-#include "server/serve_config_settings.h"
+#include "server/config/serve_config_settings.h"
 
 namespace pagoda::server {
 namespace {

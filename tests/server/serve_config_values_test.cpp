@@ -1,4 +1,4 @@
-#include "server/serve_config_values.h"
+#include "server/config/serve_config_values.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // /tokenize and /detokenize bodies, as vLLM accepts and answers them.
 
-#include "server/tokenize_api.h"
+#include "server/openai/tokenize_api.h"
 
 #include <gtest/gtest.h>
 

@@ -3,8 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include "core/unicode.h"
 #include "tokenizer/pretokenizer.h"
-#include "tokenizer/unicode.h"
 
 namespace pagoda::tokenizer {
 namespace {

@@ -7,20 +7,20 @@
 #include <utility>
 
 #include "backend/cpu/aligned_memory.h"
-#include "backend/cpu/attention.h"
-#include "backend/cpu/kv_copy.h"
-#include "backend/cpu/kv_storage_cpu.h"
-#include "backend/cpu/matmul.h"
-#include "backend/cpu/ops.h"
-#include "backend/cpu/rows.h"
+#include "backend/cpu/attention/attention.h"
+#include "backend/cpu/attention/kv_copy.h"
+#include "backend/cpu/attention/kv_storage_cpu.h"
+#include "backend/cpu/matmul/matmul.h"
+#include "backend/cpu/ops/ops.h"
+#include "backend/cpu/ops/rows.h"
 #include "core/thread_pool.h"
 
 namespace pagoda::backend {
 namespace {
 
-quant::Isa pick_isa(quant::Isa max_isa) {
-  quant::Isa best = quant::Isa::kScalar;
-  for (const quant::Isa isa : quant::available_isas()) {
+Isa pick_isa(Isa max_isa) {
+  Isa best = Isa::kScalar;
+  for (const Isa isa : quant::available_isas()) {
     if (static_cast<int>(isa) <= static_cast<int>(max_isa)) best = isa;
   }
   return best;
@@ -45,7 +45,7 @@ class CpuBackend final : public Backend {
   }
 
   std::string name() const override {
-    return "cpu (" + std::string(quant::isa_name(isa_)) + ", " + std::to_string(pool_.size()) +
+    return "cpu (" + std::string(isa_name(isa_)) + ", " + std::to_string(pool_.size()) +
            (pool_.size() == 1 ? " thread)" : " threads)");
   }
 
@@ -124,7 +124,7 @@ class CpuBackend final : public Backend {
     if (!status.ok() && error_.ok()) error_ = std::move(status);
   }
 
-  quant::Isa isa_;
+  Isa isa_;
   ThreadPool pool_;
   cpu::KvLookahead lookahead_;  // written by each attention, read by the matmuls after it
   cpu::Matmul matmul_;

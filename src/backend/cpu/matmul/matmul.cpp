@@ -1,0 +1,312 @@
+#include "backend/cpu/matmul/matmul.h"
+
+#include <algorithm>
+#include <array>
+#include <string>
+
+#include "backend/cpu/matmul/matmul_float.h"
+#include "backend/cpu/matmul/matmul_tiles.h"
+#include "backend/cpu/ops/ops.h"
+#include "backend/cpu/ops/rows.h"
+#include "core/fp16.h"
+#include "quant/blocks.h"
+
+namespace pagoda::backend::cpu {
+namespace {
+
+// Weight bytes (as stored, or repacked) a schedule tries to keep in a core's L2 while it
+// reuses them.
+constexpr size_t kWeightPanelBytes = 128 * 1024;
+// Activation bytes a tile of the tiled schedule keeps in L2 beside them: each strip of 8
+// weight rows passes over all of the tile's tokens.
+constexpr size_t kTileActivationBytes = 192 * 1024;
+constexpr int64_t kMaxTileTokens = 64;
+// Panels per thread the repacking kernels' work is cut into, so that threads slowed by
+// other work on a shared machine are balanced by the others.
+constexpr int64_t kPanelsPerThread = 4;
+
+int64_t round_up(int64_t value, int64_t multiple) { return (value + multiple - 1) / multiple * multiple; }
+
+}  // namespace
+
+struct Matmul::Plan {
+  const quant::DotKernel* kernel = nullptr;
+  const TileKernel* tile = nullptr;
+  int64_t n_in = 0, n_out = 0, n_tokens = 0;
+  const std::byte* w = nullptr;
+  size_t w_stride = 0;
+  const std::byte* a = nullptr;  // activations in the kernel's format
+  size_t a_stride = 0;
+  float* y = nullptr;
+  size_t y_stride = 0;  // floats between tokens
+  // Per token and 32-value activation block, when the tile kernel wants them (see TileJob):
+  int32_t* a_sums = nullptr;    // [n_tokens][n_in / 32] sums of the quants
+  float* a_scales = nullptr;    // [n_tokens][a_scales_stride] scales as f32
+  size_t a_scales_stride = 0;
+  // Tiled schedule: tasks of panel_rows weight rows x tile_tokens tokens.
+  int64_t panel_rows = 0, tile_tokens = 0;
+  int64_t cols_per_pass = 0;  // see TileJob
+  size_t scratch_bytes = 0;   // per thread
+  // The weight's rows kept repacked (RepackedWeights), or nullptr; the bytes of each
+  // tile->strip_rows rows of them.
+  const std::byte* strips = nullptr;
+  size_t strip_bytes = 0;
+};
+
+Status Matmul::prepare(const TensorView& w, const TensorView& x, const TensorView& y, MatmulSchedule schedule,
+                       Plan& plan) const {
+  // The reference's row-by-row dot products are its AVX2 ones on every x86 CPU (it has
+  // no AVX-512 variants of most): reference numerics round as they do.
+  const Isa dot_isa =
+      numerics_ == CpuNumerics::kReference && isa_ > Isa::kAvx2 ? Isa::kAvx2 : isa_;
+  plan.kernel = quant::find_dot_kernel(w.type, dot_isa);
+  if (plan.kernel == nullptr || w.data == nullptr) {
+    return unsupported("matmul: no dot kernel for weights of type " + std::string(dtype_name(w.type)));
+  }
+  plan.n_in = w.ne[0];
+  plan.n_out = w.ne[1];
+  plan.n_tokens = x.n_rows();
+  if (w.ne[2] != 1 || w.ne[3] != 1 || !is_f32_rows(x) || !is_f32_rows(y) || x.ne[0] != plan.n_in ||
+      y.ne[0] != plan.n_out || y.n_rows() != plan.n_tokens || y.nb[1] % sizeof(float) != 0 ||
+      x.ne[2] * x.ne[3] != 1 || y.ne[2] * y.ne[3] != 1) {
+    return invalid_argument("matmul: needs w [n_out][n_in], x [n][n_in] f32 and y [n][n_out] f32");
+  }
+  if (plan.n_in % traits(w.type).block_size != 0 ||
+      plan.n_in % traits(plan.kernel->activation).block_size != 0) {
+    return invalid_argument("matmul: row length " + std::to_string(plan.n_in) +
+                            " is not a multiple of the block size of " + std::string(dtype_name(w.type)));
+  }
+  plan.w = static_cast<const std::byte*>(w.data);
+  plan.w_stride = w.nb[1];
+  plan.y = static_cast<float*>(y.data);
+  plan.y_stride = y.nb[1] / sizeof(float);
+
+  const TileKernel* tile = find_tile_kernel(w.type, isa_, numerics_);
+  if (numerics_ == CpuNumerics::kReference && tile == nullptr) {  // F32 / F16: the reference's gemm, for batches
+    tile = find_reference_float_tile(w.type, isa_, plan.n_in, plan.n_out, plan.n_tokens);
+  }
+  if (schedule == MatmulSchedule::kTiled && tile == nullptr) {
+    return unsupported("matmul: no tiled kernel for " + std::string(dtype_name(w.type)));
+  }
+  const bool tiled = schedule == MatmulSchedule::kTiled ||
+                     (schedule == MatmulSchedule::kAuto && use_tiled(tile, plan.n_out));
+  plan.tile = tiled ? tile : nullptr;
+  return {};
+}
+
+Status Matmul::run(ThreadPool& pool, const TensorView& w, const TensorView& x, const TensorView& y,
+                   MatmulSchedule schedule) {
+  Plan plan;
+  PAGODA_TRY(prepare(w, x, y, schedule, plan));
+  if (plan.n_tokens == 0 || plan.n_out == 0) return {};
+  const bool sums = plan.tile != nullptr && plan.tile->block_sums;
+  const bool scales = plan.tile != nullptr && plan.tile->block_scales;
+  PAGODA_TRY(quantize_activations(pool, x, sums, scales, plan));
+  return execute(pool, std::span<Plan>(&plan, 1));
+}
+
+Status Matmul::run_many(ThreadPool& pool, const TensorView& x, std::span<const MatmulTarget> targets) {
+  std::array<Plan, kMaxShared> plans;
+  bool shared = targets.size() <= kMaxShared;
+  for (size_t i = 0; shared && i < targets.size(); ++i) {
+    PAGODA_TRY(prepare(targets[i].w, x, targets[i].y, MatmulSchedule::kAuto, plans[i]));
+    // One quantized x serves tiled products whose weights pair with the same format.
+    shared = plans[i].tile != nullptr && plans[i].n_out > 0 &&
+             plans[i].kernel->activation == plans[0].kernel->activation;
+  }
+  if (!shared || targets.empty() || plans[0].n_tokens == 0) {
+    for (const MatmulTarget& t : targets) PAGODA_TRY(run(pool, t.w, x, t.y));
+    return {};
+  }
+  const std::span<Plan> used(plans.data(), targets.size());
+  bool sums = false, scales = false;  // what any of the kernels wants besides the quants
+  for (const Plan& plan : used) {
+    sums = sums || plan.tile->block_sums;
+    scales = scales || plan.tile->block_scales;
+  }
+  PAGODA_TRY(quantize_activations(pool, x, sums, scales, plans[0]));
+  for (Plan& plan : used.subspan(1)) {
+    plan.a = plans[0].a;
+    plan.a_stride = plans[0].a_stride;
+    plan.a_sums = plans[0].a_sums;
+    plan.a_scales = plans[0].a_scales;
+    plan.a_scales_stride = plans[0].a_scales_stride;
+  }
+  return execute(pool, used);
+}
+
+Status Matmul::execute(ThreadPool& pool, std::span<Plan> plans) {
+  if (plans.size() == 1 && plans[0].tile == nullptr) {
+    run_rows(pool, plans[0]);
+    return {};
+  }
+  size_t scratch_bytes = 0;
+  for (Plan& plan : plans) {
+    plan_tiles(pool.size(), plan);
+    scratch_bytes = std::max(scratch_bytes, plan.scratch_bytes);
+    if (plan.tile->repack != nullptr && plan.n_tokens >= kMinStripTokens) {
+      const WeightRows rows{plan.w, plan.kernel->weight, plan.n_out, plan.n_in, plan.w_stride};
+      plan.strips = repacked_.find(pool, rows, *plan.tile);
+      TileJob strip;
+      strip.n_in = plan.n_in;
+      strip.n_rows = plan.tile->strip_rows;
+      plan.strip_bytes = plan.tile->repack(strip, nullptr);
+    }
+  }
+  tile_scratch_.resize(static_cast<size_t>(pool.size()));
+  for (Scratch& s : tile_scratch_) {
+    if (s.reserve(scratch_bytes) == nullptr) return resource_exhausted("matmul: cannot allocate tile scratch");
+  }
+  run_tiled(pool, plans);
+  return {};
+}
+
+bool Matmul::use_tiled(const TileKernel* tile, int64_t n_out) const {
+  if (tile == nullptr) return false;
+  if (numerics_ == CpuNumerics::kReference) {
+    return tile->mirrors_reference && (!tile->needs_rows_of_8 || n_out % 8 == 0);
+  }
+  return true;  // batch invariance: the same kernel, so the same sums, for every batch size
+}
+
+Status Matmul::quantize_activations(ThreadPool& pool, const TensorView& x, bool sums, bool scales, Plan& plan) {
+  const quant::DotKernel& kernel = *plan.kernel;
+  if (kernel.activation == DType::F32) {  // f32 weights read the activations as they are
+    plan.a = static_cast<const std::byte*>(x.data);
+    plan.a_stride = x.nb[1];
+    return {};
+  }
+  plan.a_stride = static_cast<size_t>(row_bytes(kernel.activation, plan.n_in));
+  std::byte* dst = activations_.reserve(plan.a_stride * static_cast<size_t>(plan.n_tokens));
+  if (dst == nullptr) return resource_exhausted("matmul: cannot allocate activation scratch");
+  plan.a = dst;
+  PAGODA_TRY(reserve_block_data(sums, scales, plan));
+  if ((plan.a_sums != nullptr || plan.a_scales != nullptr) && kernel.quantize_described == nullptr) {
+    return internal_error("matmul: a kernel wants block data its activation quantizer does not give");
+  }
+  parallel_rows(pool, plan.n_tokens, plan.n_in, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      std::byte* row = dst + static_cast<size_t>(t) * plan.a_stride;
+      if (plan.a_sums == nullptr && plan.a_scales == nullptr) {
+        kernel.quantize(x.row<const float>(t), row, plan.n_in);
+        continue;
+      }
+      const int64_t n_blocks = plan.n_in / quant::kQK;  // the block data in the same pass
+      float* scales = plan.a_scales == nullptr ? nullptr : plan.a_scales + static_cast<size_t>(t) * plan.a_scales_stride;
+      int32_t* sums = plan.a_sums == nullptr ? nullptr : plan.a_sums + t * n_blocks;
+      kernel.quantize_described(x.row<const float>(t), row, plan.n_in, scales, sums);
+    }
+  });
+  return {};
+}
+
+Status Matmul::reserve_block_data(bool sums, bool scales, Plan& plan) {
+  scales = scales && (plan.kernel->activation == DType::Q8_0 || plan.kernel->activation == DType::Q8_1);
+  const size_t n_blocks = static_cast<size_t>(plan.n_in / quant::kQK), n_tokens = static_cast<size_t>(plan.n_tokens);
+  if (sums) {
+    plan.a_sums = reinterpret_cast<int32_t*>(block_sums_.reserve(sizeof(int32_t) * n_blocks * n_tokens));
+    if (plan.a_sums == nullptr) return resource_exhausted("matmul: cannot allocate activation sums");
+  }
+  if (scales) {
+    plan.a_scales_stride = (plan.kernel->activation == DType::Q8_1 ? 2 : 1) * n_blocks;
+    plan.a_scales = reinterpret_cast<float*>(block_scales_.reserve(sizeof(float) * plan.a_scales_stride * n_tokens));
+    if (plan.a_scales == nullptr) return resource_exhausted("matmul: cannot allocate activation scales");
+  }
+  return {};
+}
+
+void Matmul::run_rows(ThreadPool& pool, const Plan& plan) {
+  // Chunks of rows small enough to balance the threads, and (for several tokens) to stay
+  // in L2 while each token passes over them.
+  const size_t w_row = plan.w_stride;
+  const int64_t by_cache = std::max<int64_t>(static_cast<int64_t>(kWeightPanelBytes / std::max<size_t>(w_row, 1)), 1);
+  const int64_t by_balance = std::max<int64_t>(plan.n_out / (8 * static_cast<int64_t>(pool.size())), 1);
+  int64_t chunk = std::min(by_cache, by_balance);
+  if (chunk >= 16) chunk = chunk / 16 * 16;
+  const int64_t n_chunks = (plan.n_out + chunk - 1) / chunk;
+  const quant::VecDotFn dot = plan.kernel->dot;
+
+  pool.parallel_for(n_chunks, [&](int64_t task, int) {
+    const int64_t r0 = task * chunk;
+    const int64_t r1 = std::min(r0 + chunk, plan.n_out);
+    for (int64_t t = 0; t < plan.n_tokens; ++t) {
+      const std::byte* a = plan.a + static_cast<size_t>(t) * plan.a_stride;
+      float* y = plan.y + static_cast<size_t>(t) * plan.y_stride;
+      for (int64_t r = r0; r < r1; ++r) y[r] = dot(plan.n_in, plan.w + static_cast<size_t>(r) * w_row, a);
+    }
+  });
+}
+
+void Matmul::plan_tiles(int n_threads, Plan& plan) {
+  const int64_t threads = n_threads;
+  if (plan.tile->repacks_rows) {
+    // Panels of rows, each repacked once and run against every token, the tokens in
+    // passes whose activations stay in L2 beside the repacked panel.
+    const size_t repacked_row = tile_scratch_bytes(plan.n_in) / 8;
+    const int64_t strip = plan.tile->strip_rows;
+    const int64_t by_cache = std::max<int64_t>(static_cast<int64_t>(kWeightPanelBytes / repacked_row) / strip * strip, strip);
+    const int64_t by_balance = round_up((plan.n_out + kPanelsPerThread * threads - 1) / (kPanelsPerThread * threads), strip);
+    // A tile of fewer than 4 tokens reads the rows as stored (the kernels' single-token
+    // path): no repacked panel to keep in cache, so each task streams as many rows as
+    // balance allows (fewer jumps in the address stream of each thread).
+    plan.panel_rows = plan.n_tokens < kMinStripTokens ? by_balance : std::min({by_cache, by_balance, int64_t{256}});
+    plan.tile_tokens = plan.n_tokens;
+    plan.cols_per_pass = std::max<int64_t>(static_cast<int64_t>(kTileActivationBytes / plan.a_stride) / 4 * 4, 4);
+    plan.scratch_bytes = static_cast<size_t>((plan.panel_rows + 7) / 8) * tile_scratch_bytes(plan.n_in);
+    return;
+  }
+  // Panels of weight rows that fit in L2, times tiles of tokens whose activations do too.
+  plan.tile_tokens = std::clamp<int64_t>(static_cast<int64_t>(kTileActivationBytes / plan.a_stride) / 4 * 4, 8, kMaxTileTokens);
+  int64_t panel = static_cast<int64_t>(kWeightPanelBytes / std::max<size_t>(plan.w_stride, 1));
+  panel = std::clamp<int64_t>(panel / 8 * 8, 8, 256);
+  const int64_t by_balance = round_up(std::max<int64_t>(plan.n_out / (2 * threads), 1), 8);
+  if (plan.n_tokens <= plan.tile_tokens) panel = std::min(panel, by_balance);
+  plan.panel_rows = panel;
+  plan.cols_per_pass = 0;
+  plan.scratch_bytes = tile_scratch_bytes(plan.n_in);
+}
+
+void Matmul::run_tiled(ThreadPool& pool, std::span<const Plan> plans) {
+  // The tasks of plan i are [first_task[i], first_task[i + 1]): its panels x token tiles.
+  std::array<int64_t, kMaxShared + 1> first_task{};
+  for (size_t i = 0; i < plans.size(); ++i) {
+    const Plan& plan = plans[i];
+    const int64_t n_panels = (plan.n_out + plan.panel_rows - 1) / plan.panel_rows;
+    const int64_t n_token_tiles = (plan.n_tokens + plan.tile_tokens - 1) / plan.tile_tokens;
+    first_task[i + 1] = first_task[i] + n_panels * n_token_tiles;
+  }
+  pool.parallel_for(first_task[plans.size()], [&](int64_t task, int thread) {
+    size_t i = 0;
+    while (task >= first_task[i + 1]) ++i;
+    const Plan& plan = plans[i];
+    const int64_t local = task - first_task[i];
+    const int64_t n_token_tiles = (plan.n_tokens + plan.tile_tokens - 1) / plan.tile_tokens;
+    const int64_t r0 = (local / n_token_tiles) * plan.panel_rows;
+    const int64_t t0 = (local % n_token_tiles) * plan.tile_tokens;
+    TileJob job;
+    job.n_in = plan.n_in;
+    job.w = plan.w + static_cast<size_t>(r0) * plan.w_stride;
+    job.w_stride = plan.w_stride;
+    job.n_rows = std::min(plan.panel_rows, plan.n_out - r0);
+    job.a = plan.a + static_cast<size_t>(t0) * plan.a_stride;
+    job.a_stride = plan.a_stride;
+    job.n_cols = std::min(plan.tile_tokens, plan.n_tokens - t0);
+    job.y = plan.y + static_cast<size_t>(t0) * plan.y_stride + static_cast<size_t>(r0);
+    job.y_stride = plan.y_stride;
+    job.scratch = tile_scratch_[static_cast<size_t>(thread)].reserve(0);
+    if (plan.a_sums != nullptr) {
+      job.a_sums_stride = static_cast<size_t>(plan.n_in / quant::kQK);
+      job.a_sums = plan.a_sums + static_cast<size_t>(t0) * job.a_sums_stride;
+    }
+    if (plan.a_scales != nullptr) {
+      job.a_scales_stride = plan.a_scales_stride;
+      job.a_scales = plan.a_scales + static_cast<size_t>(t0) * job.a_scales_stride;
+    }
+    job.cols_per_pass = plan.cols_per_pass;
+    if (plan.strips != nullptr) job.strips = plan.strips + static_cast<size_t>(r0 / plan.tile->strip_rows) * plan.strip_bytes;
+    if (lookahead_ != nullptr) job.lookahead = lookahead_->cursor(thread);
+    plan.tile->run(job);
+  });
+}
+
+}  // namespace pagoda::backend::cpu

@@ -1,0 +1,99 @@
+#pragma once
+// y = x W^T on the CPU, for every weight type the quant layer has a dot kernel for.
+//
+// Each activation row is first quantized once to the weight's activation format (Q8_0,
+// Q8_1, Q8_K; f16 / bf16 / f32 for float weights) into scratch that is sized for the
+// largest batch seen and then reused. Then one of two schedules:
+//  - rows: output rows are split over the threads; each thread streams its weight rows
+//    once, dotting each with every token through the quant layer's dot kernels;
+//  - tiled: tiles of weight rows x tokens, each computed by a register-blocked
+//    micro-kernel (matmul_tiles.h) so that weights are reused from cache across tokens.
+//    The strip kernels, which first repack 8 rows at a time into a SIMD-friendly layout,
+//    get panels of rows (a few per thread, each small enough to stay in L2 repacked)
+//    against every token, so that each row is repacked once per matmul; a single token
+//    (decoding) reads the rows as stored instead.
+//
+// Which one kAuto takes depends on the numerics (backend/cpu/cpu_backend.h):
+//  - kFast: every type with a tiled kernel takes it at every batch size, a single token
+//    included (the kernels' single-token path sums in the order of their many-token one),
+//    the others the rows schedule. Either way each result is one dot product of a weight
+//    row with an activation row, computed whole by one thread in one fixed order: it does
+//    not depend on the batch, on where the token and row fall in tiles, nor on the thread
+//    count (tests/backend/matmul_invariance_test.cpp).
+//  - kReference: the models must reproduce the reference build's log-probabilities, and
+//    tiny f32 rounding differences flip 8-bit activation roundings downstream, so every
+//    type takes the schedule whose f32 arithmetic matches the reference's kernel for it:
+//    tiled at any batch size for Q8_0, Q5_0, Q4_1, Q5_1 (pair kernels) and for Q4_0,
+//    IQ4_NL, Q4_K with n_out % 8 == 0 (strip kernels, as the reference repacks them),
+//    rows otherwise.
+
+#include <span>
+#include <vector>
+
+#include "backend/cpu/aligned_memory.h"
+#include "backend/cpu/attention/kv_lookahead.h"
+#include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/matmul/matmul_repacked.h"
+#include "backend/cpu/matmul/matmul_tiles.h"
+#include "backend/tensor.h"
+#include "core/status.h"
+#include "core/thread_pool.h"
+#include "quant/dot.h"
+
+namespace pagoda::backend::cpu {
+
+enum class MatmulSchedule { kAuto, kRows, kTiled };
+
+class Matmul {
+ public:
+  // repacked_bytes: the budget for weights kept repacked (matmul_repacked.h); 0 keeps none.
+  explicit Matmul(Isa isa, CpuNumerics numerics = CpuNumerics::kFast, size_t repacked_bytes = 0)
+      : isa_(isa), numerics_(numerics), repacked_(repacked_bytes) {}
+
+  // [data, data + bytes) holds model weights, unchanged while this Matmul lives: batched
+  // matmuls may keep them repacked.
+  void add_weight(const void* data, size_t bytes) { repacked_.add_weight(data, bytes); }
+  // The kernels of few tokens ask for the lines of this plan (kv_lookahead.h) as they
+  // multiply kept copies; nullptr (the default): none.
+  void set_lookahead(KvLookahead* lookahead) { lookahead_ = lookahead; }
+  size_t repacked_bytes() const { return repacked_.bytes_used(); }
+
+  // w: [n_out][n_in] of a weight type; x: [n][n_in] f32; y: [n][n_out] f32 (rows of x and y
+  // may be strided). kTiled fails for a type with no tiled kernel on this ISA.
+  Status run(ThreadPool& pool, const TensorView& w, const TensorView& x, const TensorView& y,
+             MatmulSchedule schedule = MatmulSchedule::kAuto);
+  // Each target's y = x W^T, as run gives it. When every weight takes a tiled kernel with
+  // the same activation format, x is quantized once and the products' tiles run as one
+  // job over the threads (fewer, fuller jobs for the small matrices of q, k and v);
+  // otherwise one run per target.
+  Status run_many(ThreadPool& pool, const TensorView& x, std::span<const MatmulTarget> targets);
+
+ private:
+  struct Plan;
+  static constexpr size_t kMaxShared = 4;  // targets run_many runs as one job
+  // Checks the shapes and picks the kernels and the schedule; quantizes nothing.
+  Status prepare(const TensorView& w, const TensorView& x, const TensorView& y, MatmulSchedule schedule,
+                 Plan& plan) const;
+  // sums / scales: also keep each block's quant sum / f32 scale (TileJob::a_sums, a_scales).
+  Status quantize_activations(ThreadPool& pool, const TensorView& x, bool sums, bool scales, Plan& plan);
+  Status reserve_block_data(bool sums, bool scales, Plan& plan);
+  // Runs prepared plans whose activations are quantized: one untiled plan by rows, else
+  // every plan's tiles in one job.
+  Status execute(ThreadPool& pool, std::span<Plan> plans);
+  void run_rows(ThreadPool& pool, const Plan& plan);
+  static void plan_tiles(int n_threads, Plan& plan);
+  void run_tiled(ThreadPool& pool, std::span<const Plan> plans);
+
+  bool use_tiled(const TileKernel* tile, int64_t n_out) const;
+
+  Isa isa_;
+  CpuNumerics numerics_;
+  Scratch activations_;  // quantized rows of x: [n][row_bytes(activation, n_in)]
+  Scratch block_sums_;    // [n][n_in / 32] int32, for tile kernels that want them
+  Scratch block_scales_;  // [n][n_in / 32 or 2 * n_in / 32] f32, for tile kernels that want them
+  std::vector<Scratch> tile_scratch_;  // per thread: the repacked rows of a panel
+  RepackedWeights repacked_;
+  KvLookahead* lookahead_ = nullptr;
+};
+
+}  // namespace pagoda::backend::cpu

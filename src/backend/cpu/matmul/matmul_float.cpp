@@ -1,0 +1,22 @@
+#include "backend/cpu/matmul/matmul_float.h"
+
+namespace pagoda::backend::cpu {
+
+const TileKernel* find_reference_float_tile(DType weight, Isa isa, int64_t n_in, int64_t n_out,
+                                            int64_t n_tokens) {
+  // Every result of these kernels is the reference's: no block sums, any row count.
+  static constexpr TileKernel kF32{avx2::gemm_f32_lanes16, false, true, false};
+  static constexpr TileKernel kF16{avx2::gemm_f16_lanes16, false, true, false};
+  if (isa == Isa::kScalar) return nullptr;  // every ISA above scalar runs AVX2
+  if (n_tokens < kReferenceGemmMinTokens || n_in % kReferenceGemmLanes != 0 ||
+      n_out % kReferenceGemmRowMultiple != 0) {
+    return nullptr;
+  }
+  switch (weight) {
+    case DType::F32: return &kF32;
+    case DType::F16: return &kF16;
+    default: return nullptr;
+  }
+}
+
+}  // namespace pagoda::backend::cpu

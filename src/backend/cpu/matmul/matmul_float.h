@@ -1,0 +1,44 @@
+#pragma once
+// The reference build's gemm for float weights (F32, and F16 against activations first
+// rounded to f16), for batches of several tokens. Each output keeps one 16-lane f32
+// accumulator (the reference's AVX-512 vector, held here as two 8-lane halves): value i
+// of the row is fused into lane i % 16, chunk after chunk of 16 values, so each lane sums
+// n_in / 16 products in order; then the lanes are added in the tree of an AVX-512
+// horizontal sum:
+//   s[i] = lane[i] + lane[i + 8]       (i < 8)
+//   t[i] = s[i] + s[i + 4]             (i < 4)
+//   y    = (t[0] + t[2]) + (t[1] + t[3])
+// A single token (and shapes the reference's gemm declines) goes through its vector dot
+// products instead: the quant layer's dot_f32 / dot_f16, in their own order.
+
+#include <cstdint>
+
+#include "backend/cpu/matmul/matmul_tiles.h"
+#include "core/dtype.h"
+#include "quant/dot.h"
+
+namespace pagoda::backend::cpu {
+
+// Values per accumulator chunk (f32 lanes of the reference's vector); rows must be a
+// multiple of it.
+inline constexpr int64_t kReferenceGemmLanes = 16;
+// The reference's gemm computes 4 weight rows at a time and declines other row counts.
+inline constexpr int64_t kReferenceGemmRowMultiple = 4;
+// It only runs for batches: a single token takes the vector dot products.
+inline constexpr int64_t kReferenceGemmMinTokens = 2;
+
+// The tiled kernel that rounds as the reference's gemm does for a float matmul of this
+// shape (w: [n_out][n_in], n_tokens activation rows), or nullptr where the reference
+// itself takes its row-by-row dot products (one token, n_in % 16 != 0, n_out % 4 != 0),
+// where the weight type is not F32 or F16, or on the scalar ISA.
+const TileKernel* find_reference_float_tile(DType weight, Isa isa, int64_t n_in, int64_t n_out,
+                                            int64_t n_tokens);
+
+namespace avx2 {
+// TileJob over F32 weights and F32 activations / F16 weights and F16 activations;
+// job.n_in a multiple of kReferenceGemmLanes; any number of rows and tokens.
+void gemm_f32_lanes16(const TileJob& job);
+void gemm_f16_lanes16(const TileJob& job);
+}  // namespace avx2
+
+}  // namespace pagoda::backend::cpu

@@ -1,0 +1,101 @@
+// The reference's float gemm (see matmul_float.h) on AVX2: each output's 16-lane
+// accumulator is a pair of 8-lane halves, value i of every 16-value chunk fused into
+// lane i (low half: values 0..7, high half: 8..15), then the halves added lane by lane
+// and the 8 sums reduced as the reference's AVX-512 horizontal sum reduces them. Fused
+// multiply-adds round once per product, as the reference's do, so every output is bit
+// for bit the reference's. 2 weight rows x 2 tokens per block: 8 accumulators, and each
+// chunk loaded (F16: widened) once for two dot products.
+
+#include <immintrin.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "backend/cpu/matmul/matmul_float.h"
+
+namespace pagoda::backend::cpu::avx2 {
+namespace {
+
+constexpr int kBlockRows = 2;
+constexpr int kBlockCols = 2;
+constexpr int64_t kHalf = kReferenceGemmLanes / 2;
+
+struct F32Values {
+  using Value = float;
+  static __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
+};
+struct F16Values {
+  using Value = uint16_t;
+  static __m256 load8(const uint16_t* p) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  }
+};
+
+// Sum of a 16-lane accumulator held as lanes [0, 8) and [8, 16), in the tree of the
+// AVX-512 horizontal sum: lanes i + (i + 8), then i + (i + 4), then (0 + 2) + (1 + 3).
+float reduce_lanes16(__m256 low, __m256 high) {
+  const __m256 s = _mm256_add_ps(low, high);
+  __m128 t = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
+  t = _mm_add_ps(t, _mm_movehl_ps(t, t));  // lanes 0 + 2 and 1 + 3
+  t = _mm_add_ss(t, _mm_movehdup_ps(t));
+  return _mm_cvtss_f32(t);
+}
+
+// Outputs of weight rows [row, row + R) x tokens [col, col + C) of the tile.
+template <class Values, int R, int C>
+void gemm_block(const TileJob& job, int64_t row, int64_t col) {
+  using Value = typename Values::Value;
+  const Value* w[R];
+  const Value* a[C];
+  for (int r = 0; r < R; ++r) {
+    w[r] = reinterpret_cast<const Value*>(job.w + static_cast<size_t>(row + r) * job.w_stride);
+  }
+  for (int c = 0; c < C; ++c) {
+    a[c] = reinterpret_cast<const Value*>(job.a + static_cast<size_t>(col + c) * job.a_stride);
+  }
+  __m256 low[R][C], high[R][C];  // lanes [0, 8) and [8, 16) of each output's accumulator
+  for (int r = 0; r < R; ++r) {
+    for (int c = 0; c < C; ++c) low[r][c] = high[r][c] = _mm256_setzero_ps();
+  }
+  for (int64_t i = 0; i < job.n_in; i += kReferenceGemmLanes) {
+    __m256 a_low[C], a_high[C];
+    for (int c = 0; c < C; ++c) {
+      a_low[c] = Values::load8(a[c] + i);
+      a_high[c] = Values::load8(a[c] + i + kHalf);
+    }
+    for (int r = 0; r < R; ++r) {
+      const __m256 w_low = Values::load8(w[r] + i), w_high = Values::load8(w[r] + i + kHalf);
+      for (int c = 0; c < C; ++c) {
+        low[r][c] = _mm256_fmadd_ps(w_low, a_low[c], low[r][c]);
+        high[r][c] = _mm256_fmadd_ps(w_high, a_high[c], high[r][c]);
+      }
+    }
+  }
+  for (int c = 0; c < C; ++c) {
+    float* y = job.y + static_cast<size_t>(col + c) * job.y_stride + row;
+    for (int r = 0; r < R; ++r) y[r] = reduce_lanes16(low[r][c], high[r][c]);
+  }
+}
+
+// Every token of the tile against weight rows [row, row + R): the rows' chunks stay in
+// L1 while the tokens pass over them.
+template <class Values, int R>
+void gemm_rows(const TileJob& job, int64_t row) {
+  int64_t col = 0;
+  for (; col + kBlockCols <= job.n_cols; col += kBlockCols) gemm_block<Values, R, kBlockCols>(job, row, col);
+  for (; col < job.n_cols; ++col) gemm_block<Values, R, 1>(job, row, col);
+}
+
+template <class Values>
+void gemm_lanes16(const TileJob& job) {
+  int64_t row = 0;
+  for (; row + kBlockRows <= job.n_rows; row += kBlockRows) gemm_rows<Values, kBlockRows>(job, row);
+  for (; row < job.n_rows; ++row) gemm_rows<Values, 1>(job, row);
+}
+
+}  // namespace
+
+void gemm_f32_lanes16(const TileJob& job) { gemm_lanes16<F32Values>(job); }
+void gemm_f16_lanes16(const TileJob& job) { gemm_lanes16<F16Values>(job); }
+
+}  // namespace pagoda::backend::cpu::avx2

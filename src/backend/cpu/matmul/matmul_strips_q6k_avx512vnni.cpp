@@ -1,0 +1,141 @@
+// AVX-512 VNNI strip kernel of Q6_K against Q8_K activations: 16 rows per strip,
+// vpdpbusd on the stored values 0..63 (unsigned, as vpdpbusd wants them). Per
+// super-block, row and token the exact int32 sum over the 16 groups of scale x integer
+// group dot, less 32 x sum_g scale_g * bsum_g for the values' offset; then the f32 step
+// of the AVX2 kernel (matmul_strips_q6k_avx2.cpp) lane by lane: the same bits.
+//
+// A scaled group dot does not fit int16 (16 values x 63 x 128 > 32767), so each group's
+// dot is formed on its own in int32 and multiplied by its scale (vpmulld).
+
+#include <cstddef>
+
+#include "backend/cpu/matmul/matmul_strip_avx512.h"
+#include "quant/blocks.h"
+
+namespace pagoda::backend::cpu::avx512vnni {
+namespace {
+
+using quant::BlockQ6_K;
+using quant::BlockQ8_K;
+using quant::kQK_K;
+
+// Chunk c (0..7) of 32 values of two rows, row `low`'s in the low 256 bits: half
+// n = c / 4 (ql += 64 n, qh += 32 n), then m = c % 4 picks low / high nibbles of
+// ql[0..31] / ql[32..63] and bits 2m..2m+1 of qh. Values are 0..63 here; the -32 offset
+// comes off once per super-block.
+inline __m512i q6_values(const BlockQ6_K& low, const BlockQ6_K& high, int c) {
+  const int n = c / 4, m = c % 4;
+  const __m512i ql = load_row_pair(low.ql + 64 * n + 32 * (m % 2), high.ql + 64 * n + 32 * (m % 2));
+  const __m512i nibbles = _mm512_and_si512(m >= 2 ? _mm512_srli_epi16(ql, 4) : ql, _mm512_set1_epi8(0x0f));
+  // Bits 2m..2m+1 of each qh byte moved to bits 4..5 by one 16-bit shift; the bits the
+  // shift brings in from the neighbouring byte fall outside the mask.
+  const __m512i qh = load_row_pair(low.qh + 32 * n, high.qh + 32 * n);
+  const __m512i moved = m == 0   ? _mm512_slli_epi16(qh, 4)
+                        : m == 1 ? _mm512_slli_epi16(qh, 2)
+                        : m == 2 ? qh
+                                 : _mm512_srli_epi16(qh, 2);
+  return _mm512_ternarylogic_epi32(nibbles, moved, _mm512_set1_epi8(0x30), 0xf8);  // nibbles | (moved & 0x30)
+}
+
+// One super-block of 16 rows (5696 bytes).
+struct alignas(64) StripQ6x16 {
+  uint8_t qs[8][8][64];    // [chunk of 32 values][step of 4 values][row x 4]
+  int32_t scales[16][16];  // [16-value group][row]
+  int16_t offsets[8][32];  // [pair p of groups]: -32 x row r's scales 2p, 2p + 1 in 32-bit lane r
+  float d[kStrip16Rows];
+};
+// Whole cache lines; within the scratch of 16 rows (tile_scratch_bytes per 8 rows).
+static_assert(sizeof(StripQ6x16) % 64 == 0 && sizeof(StripQ6x16) <= 2 * (kQK_K / 32) * 384);
+
+struct Q6_KFormat16 {
+  using Strip = StripQ6x16;
+
+  static int64_t strip_length(int64_t n_in) { return n_in / kQK_K; }
+
+  static void repack(const TileJob& job, int64_t row, int n_rows, Strip* strip) {
+    const BlockQ6_K* w[kStrip16Rows];
+    strip16_rows(job, row, n_rows, w);
+    RepackPrefetch<BlockQ6_K> prefetch(job, row, strip_length(job.n_in));
+    for (int64_t b = 0; b < job.n_in / kQK_K; ++b) {
+      prefetch(b, w, n_rows);
+      Strip& s = strip[b];
+      repack_scales(w, b, s);
+      #pragma GCC unroll 8
+      for (int c = 0; c < 8; ++c) {
+        __m512i pairs[8], chunks[8];
+        for (int i = 0; i < 8; ++i) pairs[i] = q6_values(w[paired_row(i)][b], w[paired_row(i) + 4][b], c);
+        transpose_rows16(pairs, chunks);
+        for (int k = 0; k < 8; ++k) store512(s.qs[c][k], chunks[k]);
+      }
+    }
+  }
+
+  // The scales, offsets and d of super-block b of the 16 rows.
+  static void repack_scales(const BlockQ6_K* const* w, int64_t b, Strip& s) {
+    __m512i low[8], high[8], offsets[8], t[8];  // [row pair]: scales 0..7, 8..15, the offset pairs
+    for (int i = 0; i < 8; ++i) {
+      const __m256i both = _mm256_inserti128_si256(_mm256_castsi128_si256(avx2::load128(w[paired_row(i)][b].scales)),
+                                                   avx2::load128(w[paired_row(i) + 4][b].scales), 1);
+      low[i] = _mm512_cvtepi8_epi32(_mm256_castsi256_si128(_mm256_permute4x64_epi64(both, 0x08)));   // qwords 0, 2
+      high[i] = _mm512_cvtepi8_epi32(_mm256_castsi256_si128(_mm256_permute4x64_epi64(both, 0x0d)));  // 1, 3
+      // -32 x scale, exact in int16 (|32 sc| <= 4096): pair p of a row is its dword p.
+      offsets[i] = _mm512_sub_epi16(_mm512_setzero_si512(), _mm512_slli_epi16(_mm512_cvtepi8_epi16(both), 5));
+    }
+    transpose_rows16(low, t);
+    for (int g = 0; g < 8; ++g) store512(s.scales[g], t[g]);
+    transpose_rows16(high, t);
+    for (int g = 0; g < 8; ++g) store512(s.scales[8 + g], t[g]);
+    transpose_rows16(offsets, t);
+    for (int p = 0; p < 8; ++p) store512(s.offsets[p], t[p]);
+    for (int h = 0; h < 2; ++h) _mm256_store_ps(s.d + 8 * h, avx2::strip_halves(w + 8 * h, b, offsetof(BlockQ6_K, d)));
+  }
+
+  // Integer dot of group g (16 values: steps 4 (g % 2) .. + 3 of chunk g / 2) with C
+  // tokens, exact in int32, times the group's scale, added to sum.
+  template <int C>
+  static void add_group(const Strip& s, const BlockQ8_K* const* a, int64_t b, int g, __m512i* sum) {
+    __m512i dot[C];
+    for (int j = 0; j < C; ++j) dot[j] = _mm512_setzero_si512();
+    #pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k) {
+      const __m512i w = load512(s.qs[g / 2][4 * (g % 2) + k]);
+      #pragma GCC unroll 8
+      for (int j = 0; j < C; ++j) dot[j] = _mm512_dpbusd_epi32(dot[j], w, broadcast4(a[j][b].qs + 16 * g + 4 * k));
+    }
+    const __m512i scale = _mm512_load_si512(s.scales[g]);
+    #pragma GCC unroll 8
+    for (int j = 0; j < C; ++j) sum[j] = _mm512_add_epi32(sum[j], _mm512_mullo_epi32(dot[j], scale));
+  }
+
+  template <int C>
+  static void multiply(const TileJob& job, const Strip* strip, int64_t col, __m512* acc, const char* ahead) {
+    const BlockQ8_K* a[C];
+    for (int j = 0; j < C; ++j) {
+      a[j] = activation_row<BlockQ8_K>(job, col + j);
+      acc[j] = _mm512_setzero_ps();
+    }
+    for (int64_t b = 0; b < job.n_in / kQK_K; ++b) {
+      const Strip& s = strip[b];
+      prefetch_strip_block<Strip>(job, ahead, b);
+      __m512i sum[C];
+      for (int j = 0; j < C; ++j) sum[j] = _mm512_setzero_si512();
+      for (int g = 0; g < 16; ++g) add_group<C>(s, a, b, g, sum);
+      const __m512 d = _mm512_load_ps(s.d);
+      #pragma GCC unroll 8
+      for (int j = 0; j < C; ++j) {
+        // sum sc * (q - 32) * a = sum sc * q * a - 32 * sum_g sc_g * bsum_g, exactly.
+        #pragma GCC unroll 8
+        for (int p = 0; p < 8; ++p) {
+          sum[j] = _mm512_dpwssd_epi32(sum[j], load512(s.offsets[p]), broadcast4(a[j][b].bsums + 2 * p));
+        }
+        acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[j]), _mm512_mul_ps(d, _mm512_set1_ps(a[j][b].d)), acc[j]);
+      }
+    }
+  }
+};
+
+}  // namespace
+
+void tile_q6_K(const TileJob& job) { run_strips16<Q6_KFormat16>(job, gemv_q6_K); }
+
+}  // namespace pagoda::backend::cpu::avx512vnni

@@ -1,0 +1,60 @@
+#include "backend/cpu/matmul/matmul_tiles.h"
+
+namespace pagoda::backend::cpu {
+
+const TileKernel* find_tile_kernel(DType weight, Isa isa, CpuNumerics numerics) {
+  const bool mirror_reference = numerics == CpuNumerics::kReference;
+  // The reference repacks Q4_0, IQ4_NL and Q4_K into 8-row groups on AVX2 and multiplies
+  // them as the strip kernels do; Q8_0, Q5_0, Q4_1 and Q5_1 it multiplies pair by pair,
+  // as the pair kernels do (faster strip kernels exist for them, with other f32 rounding);
+  // the other types go through its row-by-row dot products.
+  static constexpr TileKernel kQ8_0Pairs{avx2::pairs_q8_0, false, true, false}, kQ5_0Pairs{avx2::pairs_q5_0, false, true, false},
+      kQ4_1Pairs{avx2::pairs_q4_1, false, true, false}, kQ5_1Pairs{avx2::pairs_q5_1, false, true, false},
+      kQ8_0{avx2::tile_q8_0, false, false, false, true, true}, kQ4_0{avx2::tile_q4_0, true, true, true, true, true},
+      kQ5_0{avx2::tile_q5_0, true, false, false, true, true}, kIQ4_NL{avx2::tile_iq4_nl, false, true, true, true, true},
+      kQ4_1{avx2::tile_q4_1, false, false, false, true, true}, kQ5_1{avx2::tile_q5_1, false, false, false, true, true},
+      kQ4_K{avx2::tile_q4_K, false, true, true, true}, kQ5_K{avx2::tile_q5_K, false, false, false, true},
+      kQ6_K{avx2::tile_q6_K, false, false, false, true};
+  // 16-row VNNI strips: the AVX2 strip kernels' bits, faster. Activation sums for all
+  // but the formats with a minimum: signed weights are stored with 128 added. The
+  // k-quants read their Q8_K blocks' own bsums.
+  static constexpr TileKernel kQ8_0Vnni{avx512vnni::tile_q8_0, true, false, false, true, true, 16, avx512vnni::repack_q8_0},
+      kQ4_0Vnni{avx512vnni::tile_q4_0, true, false, false, true, true, 16, avx512vnni::repack_q4_0},
+      kQ5_0Vnni{avx512vnni::tile_q5_0, true, false, false, true, true, 16},
+      kIQ4_NLVnni{avx512vnni::tile_iq4_nl, true, false, false, true, true, 16, avx512vnni::repack_iq4_nl},
+      kQ4_1Vnni{avx512vnni::tile_q4_1, false, false, false, true, true, 16, avx512vnni::repack_q4_1},
+      kQ5_1Vnni{avx512vnni::tile_q5_1, false, false, false, true, true, 16},
+      kQ4_KVnni{avx512vnni::tile_q4_K, false, false, false, true, false, 16},
+      kQ5_KVnni{avx512vnni::tile_q5_K, false, false, false, true, false, 16},
+      kQ6_KVnni{avx512vnni::tile_q6_K, false, false, false, true, false, 16};
+  if (isa == Isa::kAvx512Vnni && !mirror_reference) {
+    switch (weight) {
+      case DType::Q8_0: return &kQ8_0Vnni;
+      case DType::Q4_0: return &kQ4_0Vnni;
+      case DType::Q5_0: return &kQ5_0Vnni;
+      case DType::IQ4_NL: return &kIQ4_NLVnni;
+      case DType::Q4_1: return &kQ4_1Vnni;
+      case DType::Q5_1: return &kQ5_1Vnni;
+      case DType::Q4_K: return &kQ4_KVnni;
+      case DType::Q5_K: return &kQ5_KVnni;
+      case DType::Q6_K: return &kQ6_KVnni;
+      default: break;
+    }
+  }
+  // Every ISA above scalar runs the AVX2 kernels.
+  if (isa == Isa::kScalar) return nullptr;
+  switch (weight) {
+    case DType::Q8_0: return mirror_reference ? &kQ8_0Pairs : &kQ8_0;
+    case DType::Q4_0: return &kQ4_0;
+    case DType::Q5_0: return mirror_reference ? &kQ5_0Pairs : &kQ5_0;
+    case DType::IQ4_NL: return &kIQ4_NL;
+    case DType::Q4_1: return mirror_reference ? &kQ4_1Pairs : &kQ4_1;
+    case DType::Q5_1: return mirror_reference ? &kQ5_1Pairs : &kQ5_1;
+    case DType::Q4_K: return &kQ4_K;
+    case DType::Q5_K: return &kQ5_K;
+    case DType::Q6_K: return &kQ6_K;
+    default: return nullptr;
+  }
+}
+
+}  // namespace pagoda::backend::cpu

@@ -1,0 +1,246 @@
+#include "server/config/serve_config_settings.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "server/config/serve_config_values.h"
+#include "server/service/api_keys.h"
+#include "server/service/cors.h"
+
+namespace pagoda::server {
+namespace {
+
+using Values = std::vector<std::string>;
+
+constexpr std::string_view kModel = "Model";
+constexpr std::string_view kHttp = "HTTP";
+constexpr std::string_view kAccess = "Access and limits";
+constexpr std::string_view kLogs = "Logs";
+constexpr std::string_view kEngine = "Engine";
+
+template <typename T>
+Status set_integer(T& field, const Values& values, int64_t min, int64_t max) {
+  PAGODA_ASSIGN_OR_RETURN(const int64_t value, parse_integer(values.back(), min, max));
+  field = static_cast<T>(value);
+  return Status::ok_status();
+}
+
+Status set_seconds(std::chrono::seconds& field, const Values& values, int64_t min) {
+  PAGODA_ASSIGN_OR_RETURN(const int64_t value, parse_integer(values.back(), min, 86400));
+  field = std::chrono::seconds(value);
+  return Status::ok_status();
+}
+
+Status set_text(std::string& field, const Values& values) {
+  if (values.back().empty()) return invalid_argument("empty value");
+  field = values.back();
+  return Status::ok_status();
+}
+
+Status set_bool(bool& field, const Values& values) {
+  PAGODA_ASSIGN_OR_RETURN(field, parse_bool(values.back()));
+  return Status::ok_status();
+}
+
+// A file that must exist now (a typo should stop the start, not the first request).
+Status set_existing_file(std::string& field, const Values& values) {
+  PAGODA_TRY(set_text(field, values));
+  std::error_code error;
+  if (!std::filesystem::is_regular_file(field, error)) {
+    return not_found("no such file: " + field);
+  }
+  return Status::ok_status();
+}
+
+Status set_max_model_len(ServeConfig& c, const Values& v) {
+  PAGODA_ASSIGN_OR_RETURN(const int64_t value,
+                          parse_integer(v.back(), 0, std::numeric_limits<int32_t>::max()));
+  if (value == 1) return invalid_argument("must be 0 (the model's context) or at least 2 tokens");
+  c.engine.scheduler.max_model_len = static_cast<int32_t>(value);
+  return Status::ok_status();
+}
+
+Status set_kv_cache_memory(ServeConfig& c, const Values& v) {
+  PAGODA_ASSIGN_OR_RETURN(const uint64_t bytes, parse_byte_size(v.back()));
+  if (bytes == 0) c.engine.kv_memory.bytes.reset();
+  else c.engine.kv_memory.bytes = bytes;
+  return Status::ok_status();
+}
+
+Status set_max_body_bytes(ServeConfig& c, const Values& v) {
+  PAGODA_ASSIGN_OR_RETURN(const uint64_t bytes, parse_byte_size(v.back()));
+  if (bytes < 1024 || bytes > (uint64_t{1} << 32)) {
+    return invalid_argument(v.back() + " is out of range 1KiB..4GiB");
+  }
+  c.max_body_bytes = static_cast<size_t>(bytes);
+  return Status::ok_status();
+}
+
+Status set_numerics(ServeConfig& c, const Values& v) {
+  PAGODA_ASSIGN_OR_RETURN(c.backend.cpu.numerics, backend::parse_cpu_numerics(v.back()));
+  return Status::ok_status();
+}
+
+Status set_device(ServeConfig& c, const Values& v) {
+  PAGODA_ASSIGN_OR_RETURN(c.backend.device, backend::parse_device(v.back()));
+  return Status::ok_status();
+}
+
+Status set_gpu_memory_utilization(ServeConfig& c, const Values& v) {
+  PAGODA_ASSIGN_OR_RETURN(const double share, parse_number(v.back()));
+  PAGODA_TRY(backend::check_memory_utilization(share));
+  c.backend.cuda.memory_utilization = share;
+  return Status::ok_status();
+}
+
+Status set_api_keys(ServeConfig& c, const Values& v) {
+  PAGODA_TRY(ApiKeys::load(v, "").status());  // shape only; says "api key N", never the key
+  c.api_keys = v;
+  return Status::ok_status();
+}
+
+Status set_cors_origins(ServeConfig& c, const Values& v) {
+  PAGODA_TRY(CorsPolicy::create(v).status());
+  c.cors_origins = v;
+  return Status::ok_status();
+}
+
+const SettingSpec kSettings[] = {
+    // Model.
+    {"model", "-m", SettingKind::kText, "FILE", "", kModel,
+     "GGUF model file (default: models/SmolLM2-135M-Instruct.Q4_1.gguf of the pagoda binary's "
+     "repository, or of the working directory)",
+     [](ServeConfig& c, const Values& v) { return set_existing_file(c.model_path, v); }},
+    {"served-model-name", "", SettingKind::kText, "NAME", "", kModel,
+     "Model id that clients use and /v1/models lists (default: the model file's name without "
+     ".gguf)",
+     [](ServeConfig& c, const Values& v) { return set_text(c.model_name, v); }},
+    {"chat-template", "", SettingKind::kText, "FILE", "", kModel,
+     "Jinja chat template file to use instead of the model's tokenizer.chat_template",
+     [](ServeConfig& c, const Values& v) { return set_existing_file(c.chat_template_file, v); }},
+    {"device", "", SettingKind::kText, "auto|cpu|cuda[:N]", "auto", kModel,
+     "Where the model runs: auto (the GPU when this build has CUDA and the machine a GPU, "
+     "else the CPU), cpu, cuda or cuda:N",
+     set_device},
+    {"gpu-memory-utilization", "", SettingKind::kNumber, "SHARE", "0.9", kModel,
+     "Share of the GPU's memory that weights, KV cache and scratch may take together; the KV "
+     "cache gets what the rest leaves",
+     set_gpu_memory_utilization},
+    {"numerics", "", SettingKind::kText, "fast|reference", "fast", kModel,
+     "fast: the fastest kernels, batch-invariant; reference: llama.cpp's CPU rounding (slower)",
+     set_numerics},
+    {"threads", "-t", SettingKind::kInteger, "INT", "0", kModel,
+     "CPU threads for the forward pass (0: one per physical core)",
+     [](ServeConfig& c, const Values& v) { return set_integer(c.backend.cpu.n_threads, v, 0, 1024); }},
+    // HTTP.
+    {"host", "", SettingKind::kText, "ADDRESS", "127.0.0.1", kHttp,
+     "Address to listen on (0.0.0.0: every interface)",
+     [](ServeConfig& c, const Values& v) { return set_text(c.host, v); }},
+    {"port", "", SettingKind::kInteger, "INT", "8080", kHttp, "Port to listen on (0: any free port)",
+     [](ServeConfig& c, const Values& v) { return set_integer(c.port, v, 0, 65535); }},
+    {"io-threads", "", SettingKind::kInteger, "INT", "2", kHttp,
+     "Threads running the HTTP connections (apart from the engine's)",
+     [](ServeConfig& c, const Values& v) { return set_integer(c.io_threads, v, 1, 256); }},
+    {"max-body-bytes", "", SettingKind::kBytes, "BYTES", "8MiB", kHttp,
+     "Largest request body; past it 413 (e.g. 16MiB)", set_max_body_bytes},
+    {"idle-timeout", "", SettingKind::kInteger, "SECONDS", "60", kHttp,
+     "Close a keep-alive connection idle this long",
+     [](ServeConfig& c, const Values& v) { return set_seconds(c.idle_timeout, v, 1); }},
+    {"read-timeout", "", SettingKind::kInteger, "SECONDS", "30", kHttp,
+     "Close a connection whose request head and body take longer to arrive",
+     [](ServeConfig& c, const Values& v) { return set_seconds(c.read_timeout, v, 1); }},
+    {"max-connections", "", SettingKind::kInteger, "INT", "10000", kHttp,
+     "Open connections at most; more wait to be accepted",
+     [](ServeConfig& c, const Values& v) { return set_integer(c.max_connections, v, 1, 1000000); }},
+    // Access and limits.
+    {"api-key", "", SettingKind::kList, "KEY", "", kAccess,
+     "Accept requests with 'Authorization: Bearer KEY' only (repeatable; env: comma-separated)",
+     set_api_keys},
+    {"api-key-file", "", SettingKind::kText, "FILE", "", kAccess,
+     "File of API keys, one per line ('#' comments)",
+     [](ServeConfig& c, const Values& v) { return set_existing_file(c.api_key_file, v); }},
+    {"cors-origin", "", SettingKind::kList, "ORIGIN", "", kAccess,
+     "Browser origin allowed to call the API, or * (repeatable; env: comma-separated)",
+     set_cors_origins},
+    {"rate-limit-rpm", "", SettingKind::kInteger, "INT", "0", kAccess,
+     "Requests per minute per API key (or client address); past it 429 (0: no limit)",
+     [](ServeConfig& c, const Values& v) { return set_integer(c.rate_limit_rpm, v, 0, 1000000000); }},
+    {"max-queued", "", SettingKind::kInteger, "INT", "256", kAccess,
+     "Requests waiting for the engine at most; past it 503 with Retry-After (0: no bound)",
+     [](ServeConfig& c, const Values& v) { return set_integer(c.max_queued, v, 0, 1000000); }},
+    {"shutdown-grace", "", SettingKind::kInteger, "SECONDS", "30", kAccess,
+     "On SIGTERM/SIGINT, let running requests finish this long before aborting them",
+     [](ServeConfig& c, const Values& v) { return set_seconds(c.shutdown_grace, v, 0); }},
+    // Logs.
+    {"log-format", "", SettingKind::kText, "text|json", "text", kLogs, "Log lines as text or as JSON objects",
+     [](ServeConfig& c, const Values& v) -> Status {
+       PAGODA_ASSIGN_OR_RETURN(c.log_format, parse_log_format(v.back()));
+       return Status::ok_status();
+     }},
+    {"log-level", "", SettingKind::kText, "LEVEL", "info", kLogs,
+     "trace, debug, info, warn, error, critical or off",
+     [](ServeConfig& c, const Values& v) -> Status {
+       PAGODA_ASSIGN_OR_RETURN(c.log_level, parse_log_level(v.back()));
+       return Status::ok_status();
+     }},
+    {"log-prompts", "", SettingKind::kBool, "", "off", kLogs,
+     "Write prompts into the access log (they are private otherwise)",
+     [](ServeConfig& c, const Values& v) { return set_bool(c.log_prompts, v); }},
+    // Engine.
+    {"max-model-len", "", SettingKind::kInteger, "TOKENS", "0", kEngine,
+     "Context of a request, prompt and output (0: the model's training context)", set_max_model_len},
+    {"max-batched-tokens", "", SettingKind::kInteger, "TOKENS", "512", kEngine,
+     "Tokens per engine step, all requests together",
+     [](ServeConfig& c, const Values& v) {
+       return set_integer(c.engine.scheduler.max_batched_tokens, v, 1, 1 << 20);
+     }},
+    {"max-running", "", SettingKind::kInteger, "INT", "64", kEngine,
+     "Requests computed at once (holding KV cache); others wait",
+     [](ServeConfig& c, const Values& v) {
+       return set_integer(c.engine.scheduler.max_running, v, 1, 65536);
+     }},
+    {"block-size", "", SettingKind::kInteger, "TOKENS", "16", kEngine, "Tokens per KV cache block",
+     [](ServeConfig& c, const Values& v) { return set_integer(c.engine.block_size, v, 1, 4096); }},
+    {"kv-cache-type", "", SettingKind::kText, "f16|f32|q8_0", "f16", kEngine, "KV cache element type",
+     [](ServeConfig& c, const Values& v) -> Status {
+       PAGODA_ASSIGN_OR_RETURN(c.engine.kv_type, engine::parse_kv_cache_type(v.back()));
+       return Status::ok_status();
+     }},
+    {"kv-cache-memory", "", SettingKind::kBytes, "BYTES", "0", kEngine,
+     "KV cache size, e.g. 4GiB or 512MiB (0: half the available memory, at most what "
+     "max-running requests of max-model-len tokens use)",
+     set_kv_cache_memory},
+    {"prefix-caching", "", SettingKind::kBool, "", "on", kEngine,
+     "Reuse the KV cache of prompt prefixes seen before (--no-prefix-caching: off)",
+     [](ServeConfig& c, const Values& v) { return set_bool(c.engine.enable_prefix_cache, v); }},
+};
+
+bool same_name(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const char x = a[i] == '_' ? '-' : a[i];
+    const char y = b[i] == '_' ? '-' : b[i];
+    if (x != y) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::span<const SettingSpec> serve_settings() { return kSettings; }
+
+const SettingSpec* find_setting(std::string_view name) {
+  const auto it = std::find_if(std::begin(kSettings), std::end(kSettings),
+                               [&](const SettingSpec& s) { return same_name(s.name, name); });
+  return it == std::end(kSettings) ? nullptr : &*it;
+}
+
+std::string env_var_name(std::string_view setting_name) {
+  std::string name = "PAGODA_";
+  for (char c : setting_name) {
+    name += c == '-' ? '_' : (c >= 'a' && c <= 'z' ? static_cast<char>(c - 32) : c);
+  }
+  return name;
+}
+
+}  // namespace pagoda::server

@@ -1,0 +1,101 @@
+#pragma once
+// OpenAI request bodies -> validated plain structs, for POST /v1/chat/completions and
+// POST /v1/completions. Field rules are OpenAI's (and vLLM's for the extensions top_k,
+// min_p, repetition_penalty, ignore_eos):
+//   temperature [0, 2] (0 = greedy)   top_p (0, 1]           n [1, 128]
+//   presence_penalty, frequency_penalty [-2, 2]              logit_bias {"<token id>": [-100, 100]}
+//   logprobs: bool (chat) with top_logprobs [0, 20]; an integer [0, 5] (completions; null = off)
+//   stop: a string or up to 4 non-empty strings              seed: any 64-bit signed integer
+//   max_tokens, max_completion_tokens >= 1 (chat: max_completion_tokens wins)
+//   top_k (-1 or 0 = off), min_p [0, 1], repetition_penalty > 0, ignore_eos
+//   stream, stream_options.include_usage (stream_options only with stream = true)
+// A field that is absent or null takes its default. Unknown fields are ignored. A field
+// of the wrong type or out of range is a 400 whose `param` names it, with OpenAI's
+// message and code ("Invalid 'temperature': decimal above maximum value. Expected a value
+// <= 2, but got 3 instead.", param "temperature", code "decimal_above_max_value").
+// Bodies that are not JSON, not an object, or nested deeper than kMaxJsonDepth are 400s.
+//
+// Pure functions of their input; nothing throws.
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "engine/sampling_params.h"
+#include "engine/stop_checker.h"
+#include "server/openai/api_error.h"
+
+namespace pagoda::server {
+
+using Json = nlohmann::ordered_json;  // keeps the client's key order (chat templates show it)
+
+// Arrays and objects nested deeper than this are refused (a guard for every recursive
+// walk over the document later: templates, tojson, copies).
+constexpr int kMaxJsonDepth = 64;
+
+constexpr int32_t kMaxChoices = 128;           // n
+constexpr int32_t kMaxTopLogprobs = 20;        // chat top_logprobs
+constexpr int32_t kMaxCompletionLogprobs = 5;  // completions logprobs
+constexpr int kMaxStopStrings = 4;
+
+// What both endpoints share, validated and already in the engine's terms.
+struct GenerationOptions {
+  // temperature (default 1; 0 = greedy), top_p, top_k, min_p, repetition_penalty,
+  // presence/frequency penalties, logit_bias (client order), seed (a negative seed s
+  // becomes uint64(s), two's complement), logprobs / top_logprobs.
+  engine::SamplingParams sampling;
+  // stop_strings, ignore_eog (= ignore_eos). max_tokens is the request's value when it
+  // gave one; otherwise it is left at the engine's default until resolve_max_tokens().
+  engine::StopConditions stop;
+  std::optional<int32_t> max_tokens;  // as given (chat: max_completion_tokens wins)
+  int32_t n = 1;                      // completions per prompt (the service caps it further)
+  bool stream = false;
+  bool include_usage = false;  // stream_options.include_usage
+  bool echo = false;           // completions only: the prompt text comes before the output
+  std::string user;
+};
+
+struct ChatCompletionRequest {
+  std::string model;  // empty when the client named none
+  // A non-empty array of message objects, the client's keys in the client's order, with
+  // role one of system, developer, user, assistant, tool, and content a string (a list
+  // of text parts is joined into one string, parts separated by "\n") or null (an
+  // assistant turn of tool calls). Ready for ChatTemplate::render.
+  Json messages;
+  GenerationOptions options;
+  bool add_generation_prompt = true;
+  Json chat_template_kwargs = Json::object();  // extra template variables (an object)
+};
+
+// One prompt: text, or token ids already checked against the vocabulary.
+using PromptInput = std::variant<std::string, std::vector<int32_t>>;
+
+struct CompletionRequest {
+  std::string model;
+  std::vector<PromptInput> prompts;  // >= 1; choice i*n + j is completion j of prompt i
+  GenerationOptions options;
+};
+
+// n_vocab bounds token ids in prompts and logit_bias keys (and top_logprobs).
+ApiResult<ChatCompletionRequest> parse_chat_completion_request(std::string_view body,
+                                                               int32_t n_vocab);
+ApiResult<CompletionRequest> parse_completion_request(std::string_view body, int32_t n_vocab);
+
+// The number of tokens to generate for a prompt of `prompt_tokens` in a context of
+// `max_model_len`: the request's max_tokens, or all that is left of the context when it
+// gave none. 400 (code "context_length_exceeded", param `prompt_param`) when the prompt
+// alone fills the context, or prompt + max_tokens is over it:
+//   "This model's maximum context length is 2048 tokens. However, you requested 2100
+//    tokens (2000 in the messages, 100 in the completion). Please reduce the length of
+//    the messages or completion."
+// `prompt_param` is "messages" (chat) or "prompt" (completions), and names the prompt in
+// the message too.
+ApiResult<int32_t> resolve_max_tokens(std::optional<int32_t> max_tokens, int32_t prompt_tokens,
+                                      int32_t max_model_len,
+                                      std::string_view prompt_param = "messages");
+
+}  // namespace pagoda::server
