@@ -45,6 +45,10 @@ void add_backend_options(CLI::App& command, backend::BackendOptions& options) {
       ->check([](const std::string& text) {
         return std::stod(text) > 0.0 ? std::string() : std::string("must be above 0");
       });
+  command.add_flag("--batch-invariant", options.cuda.batch_invariant,
+                   "GPU: the same output for a request whatever it is batched with (every matmul "
+                   "through the few-token kernel; slower prompts). The CPU always is")
+      ->envname("PAGODA_BATCH_INVARIANT");
 }
 
 }  // namespace pagoda::cli

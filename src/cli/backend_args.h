@@ -5,6 +5,7 @@
 //   -t/--threads N               CPU threads
 //   --numerics fast|reference    CPU rounding
 //   --gpu-memory-utilization F   share of the GPU's memory Pagoda may take
+//   --batch-invariant            GPU: a request's output independent of its batch
 
 #include <CLI/CLI.hpp>
 

@@ -100,6 +100,7 @@ TEST(ServeConfig, Defaults) {
   EXPECT_EQ(c.backend.cpu.numerics, backend::CpuNumerics::kFast);
   EXPECT_EQ(c.backend.device.kind, backend::DeviceKind::kAuto);
   EXPECT_EQ(c.backend.cuda.memory_utilization, 0.9);
+  EXPECT_FALSE(c.backend.cuda.batch_invariant);
   const engine::EngineConfig defaults;
   EXPECT_EQ(c.engine.scheduler.max_batched_tokens, defaults.scheduler.max_batched_tokens);
   EXPECT_EQ(c.engine.scheduler.max_running, defaults.scheduler.max_running);
@@ -120,7 +121,7 @@ TEST(ServeConfig, EveryFlag) {
   const std::string tmpl = dir.write("chat.jinja", "{{ messages }}");
   const Expected<ServeConfig> config = Resolve{}(
       {"--model", kModel, "--served-model-name", "tiny", "--chat-template", tmpl, "--numerics",
-       "reference", "-t", "3", "--device", "cuda:1", "--gpu-memory-utilization", "0.75", "--host", "0.0.0.0", "--port", "9001", "--io-threads", "4",
+       "reference", "-t", "3", "--device", "cuda:1", "--gpu-memory-utilization", "0.75", "--batch-invariant", "--host", "0.0.0.0", "--port", "9001", "--io-threads", "4",
        "--max-body-bytes", "16MiB", "--idle-timeout", "5", "--read-timeout", "7",
        "--max-connections", "50", "--api-key", "sk-a", "--api-key", "sk-b", "--api-key-file", keys,
        "--cors-origin", "*", "--rate-limit-rpm", "120", "--max-queued", "9", "--shutdown-grace",
@@ -136,6 +137,7 @@ TEST(ServeConfig, EveryFlag) {
   EXPECT_EQ(c.backend.device.kind, backend::DeviceKind::kCuda);
   EXPECT_EQ(c.backend.device.index, 1);
   EXPECT_EQ(c.backend.cuda.memory_utilization, 0.75);
+  EXPECT_TRUE(c.backend.cuda.batch_invariant);
   EXPECT_EQ(c.host, "0.0.0.0");
   EXPECT_EQ(c.port, 9001);
   EXPECT_EQ(c.io_threads, 4);

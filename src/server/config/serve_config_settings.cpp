@@ -126,6 +126,10 @@ const SettingSpec kSettings[] = {
      "Share of the GPU's memory that weights, KV cache and scratch may take together; the KV "
      "cache gets what the rest leaves",
      set_gpu_memory_utilization},
+    {"batch-invariant", "", SettingKind::kBool, "", "off", kModel,
+     "GPU: give a request the same output whatever it is batched with (every matmul through the "
+     "few-token kernel: slower prompts); the CPU always does",
+     [](ServeConfig& c, const Values& v) { return set_bool(c.backend.cuda.batch_invariant, v); }},
     {"numerics", "", SettingKind::kText, "fast|reference", "fast", kModel,
      "fast: the fastest kernels, batch-invariant; reference: llama.cpp's CPU rounding (slower)",
      set_numerics},
