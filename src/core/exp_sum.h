@@ -1,8 +1,8 @@
 #pragma once
 // The unnormalized softmax of a vector: w[i] = softmax_exp((x[i] - shift) * scale), and
 // the sum of the w[i] in double. What the sampler draws temperature samples from: the C
-// library's exp over a 49152-token vocabulary took 0.3-0.5 ms per token drawn, a third
-// of a 16-sequence decoding step when every sequence samples.
+// library's exp over a large vocabulary had been a third of a many-sequence decoding step
+// when every sequence samples.
 //
 // The same bits on every CPU: the sum is kept as 8 partial sums (value i goes to sum
 // i % 8) added in a fixed order at the end, and the AVX2 form performs the scalar form's

@@ -75,8 +75,9 @@ void EngineCore::process_logits(const SchedulerOutput& plan, const StepLogits& l
     if (request == nullptr || !request->processor) continue;
     samplings_.push_back({request, request_logits, {}});
   }
-  // Each request's sampler on the backend's threads (16 requests drawing with a
-  // temperature from 49152 logits: 0.9 ms a step on one thread), the rest in order.
+  // Each request's sampler on the backend's threads (drawing with a temperature from a
+  // large vocabulary is a real share of a step when every request does), the rest in
+  // order.
   backend_->run_host_tasks(static_cast<int64_t>(samplings_.size()), [this](int64_t i) {
     Sampling& s = samplings_[static_cast<size_t>(i)];
     s.status = s.request->processor->sample(s.logits);

@@ -55,9 +55,9 @@ inline float sum_lanes(__m256 v) {
 
 // Cache rows are scattered over the blocks of the cache, so the hardware prefetcher
 // cannot follow them: each position's row is fetched this many positions ahead, into L2
-// (_MM_HINT_T1). Into L1 the requests wait on its few miss buffers: 16 sequences'
-// decode from a cache in DRAM (attention_bench decode16/f16) took 0.91 ms that way, 0.46-
-// 0.51 ms into L2 (8, 24, 32 and 64 positions ahead, or T2, were slower).
+// (_MM_HINT_T1). Into L1 the requests wait on its few miss buffers: decoding many
+// sequences from a cache in DRAM (attention_bench decode16/f16) took about twice as long
+// that way (8, 24, 32 and 64 positions ahead, or T2, were slower than 16).
 constexpr int32_t kPrefetchPositions = 16;
 
 inline void prefetch_row(const void* row, int32_t bytes) {

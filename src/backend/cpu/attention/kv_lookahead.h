@@ -8,8 +8,8 @@
 // attention leaves the byte ranges of the next layer's K and V blocks of every sequence
 // here; the matmul kernels of few tokens then ask for a few of those lines per block they
 // multiply (into L2, from where they fall to L3 as the weights stream past), each thread
-// from its own share of the ranges. SmolLM2 Q4_1, 16 sequences decoding, Zen 4: step
-// 13.1-13.3 -> 12.1-12.3 ms with 6 lines per block (4: 12.3, 8: 12.6).
+// from its own share of the ranges (6 lines per block: fewer left the attention waiting,
+// more slowed the matmuls).
 //
 // Only addresses inside the KV storage are asked for, and a prefetch never faults: a
 // plan left over (the storage freed, another batch) costs a few useless loads at most.

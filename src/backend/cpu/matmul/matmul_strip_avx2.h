@@ -161,9 +161,9 @@ void strip_half_pairs(const Block* const* w, int64_t b, size_t offset, __m256& f
 // partial sums kept per block would cost more than they save): while a strip is
 // multiplied, ask for the same bytes of a strip further on, so that their loads overlap
 // this arithmetic. The first strip at least kStripPrefetchBytes ahead: the next one when
-// rows are long, several on when they are short (1B-shaped rows of 2048 Q8_0 values, a
-// 17 KiB strip: one strip ahead streams 14 GB/s from DRAM on one Zen 4 core, two 16,
-// while 14336-value rows keep their 20-24 with the next strip).
+// rows are long, several on when they are short (with 1B-shaped rows of 2048 Q8_0 values,
+// a 17 KiB strip, two strips ahead stream faster than one; long rows do best with the
+// next strip).
 constexpr size_t kStripPrefetchBytes = 32 * 1024;
 // The bytes from a strip of `strip_bytes` to the first strip at least `at_least` on
 // (shared with the AVX-512 strips' repacking and kept copies).
@@ -180,7 +180,7 @@ inline void prefetch_strip_ahead(uintptr_t distance, const void* p) {
 // The k-quant gemv kernels (one token, the weights as stored) read a strip's rows one
 // after the other, each from start to end, so that the weights stream from memory in
 // address order: 8 rows side by side are 8 streams, more than the hardware prefetcher
-// follows (1B Q4_K_M generation: 19 -> 27 tokens/s on 2 cores). Each row's integer
+// follows (reading them in address order sped 1B Q4_K_M generation up by a third). Each row's integer
 // partial sums, a vector per super-block, wait in scratch ([n_blocks][8 rows], at most
 // 400 bytes per 256 values: within tile_scratch_bytes) for the f32 steps, which then run
 // for the 8 rows at once as in multiply, so the results are those of multiply.
@@ -188,8 +188,8 @@ inline __m256i* gemv_sums(const TileJob& job) { return reinterpret_cast<__m256i*
 
 // Ask for the weights kPrefetchBytes ahead of p, in the row being read or the next one,
 // so that their loads overlap this arithmetic. A prefetch never faults, so the address
-// (an integer: it may lie past the tensor) needs no check. 2 KiB: a plain 2-thread read
-// on Zen 4 streams 27 GB/s without prefetching, 33 / 35 / 33 GB/s with it 1 / 2 / 4 KiB ahead.
+// (an integer: it may lie past the tensor) needs no check. 2 KiB ahead read fastest on
+// the machines measured (1 and 4 KiB less so, none much less).
 constexpr uintptr_t kPrefetchBytes = 2048;
 inline void prefetch_ahead(const void* p) {
   _mm_prefetch(reinterpret_cast<const char*>(reinterpret_cast<uintptr_t>(p) + kPrefetchBytes), _MM_HINT_T0);

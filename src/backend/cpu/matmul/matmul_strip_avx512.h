@@ -54,7 +54,7 @@ inline __m512i broadcast4(const void* p) {
 // sum + the products of w's unsigned bytes with the 4 signed bytes at p, in every lane:
 // vpdpbusd with its {1to16} memory operand. GCC 12 keeps the broadcast as an instruction
 // of its own (_mm512_dpbusd_epi32 with _mm512_set1_epi32 of a load), one per vpdpbusd
-// in the strip kernels; folded, the 16-token Q4_1 strips run 2-3% faster.
+// in the strip kernels; folded, the strips run measurably faster.
 inline __m512i dpbusd_broadcast(__m512i sum, __m512i w, const void* p) {
   __asm__("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(sum) : "v"(w), "m"(*static_cast<const int32_t*>(p)));
   return sum;
@@ -78,8 +78,7 @@ void strip16_rows(const TileJob& job, int64_t row, int n_rows, const Block* (&w)
 // several times: a 20-byte Q4_1 block is a third of one). At 16 tokens a step, waiting on
 // the weights had been half of the time of a matmul. A tile of many tokens (a prompt)
 // spends its time multiplying, and more so when its rows stay in its panel: block b +
-// kRepackAheadBlocks of each row, into L1 (prompt processing is 3% slower with the far
-// prefetch). A prefetch never faults, so the addresses (integers: they may lie past the
+// kRepackAheadBlocks of each row, into L1 (the far prefetch slows prompt processing). A prefetch never faults, so the addresses (integers: they may lie past the
 // tensor) need no check.
 constexpr int64_t kFarPrefetchTokens = 32;
 constexpr int64_t kRepackAheadBlocks = 2;
@@ -203,9 +202,8 @@ size_t repack_strips16(const TileJob& job, std::byte* out) {
 // sequences) each strip's arithmetic is short, and the hardware prefetcher alone left the
 // loads waiting: while a strip is multiplied, the kernel asks for the bytes of the strip
 // at least kKeptPrefetchBytes on, block by block, into L2 (past the panel too: the next
-// panel, this thread's or the other's, is read soon after). SmolLM2 Q4_1, 16 sequences
-// decoding, Zen 4: step 13.9 -> 12.5 ms (32 KiB ahead 12.8, 128 KiB 12.8). Tiles of many
-// tokens spend their time multiplying and ask for nothing.
+// panel, this thread's or the other's, is read soon after; 64 KiB did better than 32 or
+// 128). Tiles of many tokens spend their time multiplying and ask for nothing.
 constexpr size_t kKeptPrefetchBytes = 64 * 1024;
 
 // Every token of the tile against the repacked strips of its rows, job.cols_per_pass
