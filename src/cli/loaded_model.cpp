@@ -5,6 +5,8 @@
 
 #include <chrono>
 #include <cstdio>
+#include <optional>
+#include <string>
 #include <utility>
 
 #include "backend/registry/registry.h"
@@ -21,6 +23,12 @@ Expected<LoadedModel> load_model_file(const std::string& path,
   loaded.file = std::make_unique<gguf::Reader>(std::move(reader));
   PAGODA_ASSIGN_OR_RETURN(loaded.backend, backend::create(backend_options));
   PAGODA_ASSIGN_OR_RETURN(loaded.model, model::load_model(*loaded.file, *loaded.backend, options));
+  // On a device: where the weights went and what is left for the KV cache.
+  if (const std::optional<backend::Backend::CacheMemory> memory = loaded.backend->cache_memory()) {
+    spdlog::info("{}: weights and scratch loaded; {} left for the KV cache ({})", loaded.backend->name(),
+                 memory->bytes >> 20 > 0 ? std::to_string(memory->bytes >> 20) + " MiB" : std::to_string(memory->bytes) + " bytes",
+                 memory->description);
+  }
   if (with_tokenizer) {
     PAGODA_ASSIGN_OR_RETURN(tokenizer::Tokenizer tokenizer,
                             tokenizer::Tokenizer::from_gguf(*loaded.file));
