@@ -123,17 +123,20 @@ INSTANTIATE_TEST_SUITE_P(
                       ReferenceCase{"generation/stories260K-Q5_1.json", 0.4, 0.05},
                       ReferenceCase{"generation/stories260K-Q4_0.json", 0.35, 0.055}));
 
-// The random-weight models the bundle leaves out (Q8_0 llama and qwen2, Q6_K qwen3, gpt2)
-// take the bound of the one measured, rand-llama-Q4_K_M.
+// The random-weight models (flat distributions, so the attention rounding shows more),
+// measured the same way, max / mean, the CPU's fast numerics and then the GPU: llama
+// Q4_K_M 0.30 / 0.051 and 0.23 / 0.047, qwen2 Q8_0 0.15 / 0.036 and 0.15 / 0.035, qwen3
+// Q6_K 0.39 / 0.073 and 0.36 / 0.076, gpt2 Q8_0 0.12 / 0.027 and 0.10 / 0.026; llama Q8_0
+// on the GPU 0.16 / 0.034.
 INSTANTIATE_TEST_SUITE_P(
     AllArchitectures, GpuScoring,
     ::testing::Values(ReferenceCase{"scoring/stories260K.json", 0.045, 3e-3},
                       ReferenceCase{"scoring/stories260K-Q4_0.json", 0.45, 0.055},
-                      ReferenceCase{"scoring/rand-llama-Q8_0.json", 0.35, 0.07},
+                      ReferenceCase{"scoring/rand-llama-Q8_0.json", 0.25, 0.05},
                       ReferenceCase{"scoring/rand-llama-Q4_K_M.json", 0.35, 0.07},
-                      ReferenceCase{"scoring/rand-qwen2-Q8_0.json", 0.35, 0.07},
-                      ReferenceCase{"scoring/rand-qwen3-Q6_K.json", 0.35, 0.07},
-                      ReferenceCase{"scoring/rand-gpt2-Q8_0.json", 0.35, 0.07}));
+                      ReferenceCase{"scoring/rand-qwen2-Q8_0.json", 0.25, 0.055},
+                      ReferenceCase{"scoring/rand-qwen3-Q6_K.json", 0.55, 0.11},
+                      ReferenceCase{"scoring/rand-gpt2-Q8_0.json", 0.17, 0.04}));
 
 std::string read_text(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
