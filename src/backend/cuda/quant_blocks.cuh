@@ -89,6 +89,18 @@ __device__ __forceinline__ void k4_scale_min(int j, const uint8_t* packed, int& 
   }
 }
 
+// Sub-block `sub` of a Q4_K / Q5_K block: its scale d * scale_sub and minimum
+// dmin * min_sub, each one rounding as the host computes them.
+template <typename Block>
+__device__ __forceinline__ void k4_sub_scales(const uint8_t* block, int sub, float& dl, float& ml) {
+  const float d = half_to_f32(load_u16(block + offsetof(Block, d)));
+  const float dmin = half_to_f32(load_u16(block + offsetof(Block, dmin)));
+  int scale, min;
+  k4_scale_min(sub, block + offsetof(Block, scales), scale, min);
+  dl = __fmul_rn(d, static_cast<float>(scale));
+  ml = __fmul_rn(dmin, static_cast<float>(min));
+}
+
 // Scale j (0..15) of Q3_K in -32..31 (kquant_packing.h: unpack_scale_q3_k).
 __device__ __forceinline__ int q3_k_scale(int j, const uint8_t* packed) {
   const int low = j < 8 ? (packed[j] & 0xF) : (packed[j - 8] >> 4);
@@ -295,12 +307,8 @@ struct WeightFormat<DType::Q4_K> {
   static constexpr int kValues = quant::kQK_K, kBytes = sizeof(Block);
   __device__ static void chunk(const uint8_t* block, int sub, int /*count*/, float (&v)[32]) {
     using namespace blocks_detail;
-    const float d = half_to_f32(load_u16(block + offsetof(Block, d)));
-    const float dmin = half_to_f32(load_u16(block + offsetof(Block, dmin)));
-    int scale, min;
-    k4_scale_min(sub, block + offsetof(Block, scales), scale, min);
-    const float dl = __fmul_rn(d, static_cast<float>(scale));
-    const float ml = __fmul_rn(dmin, static_cast<float>(min));
+    float dl, ml;
+    k4_sub_scales<Block>(block, sub, dl, ml);
     const PackedBytes<8> q = load_bytes<8>(block + offsetof(Block, qs) + 32 * (sub / 2));
     const int shift = 4 * (sub % 2);
 #pragma unroll
@@ -315,12 +323,8 @@ struct WeightFormat<DType::Q5_K> {
   static constexpr int kValues = quant::kQK_K, kBytes = sizeof(Block);
   __device__ static void chunk(const uint8_t* block, int sub, int /*count*/, float (&v)[32]) {
     using namespace blocks_detail;
-    const float d = half_to_f32(load_u16(block + offsetof(Block, d)));
-    const float dmin = half_to_f32(load_u16(block + offsetof(Block, dmin)));
-    int scale, min;
-    k4_scale_min(sub, block + offsetof(Block, scales), scale, min);
-    const float dl = __fmul_rn(d, static_cast<float>(scale));
-    const float ml = __fmul_rn(dmin, static_cast<float>(min));
+    float dl, ml;
+    k4_sub_scales<Block>(block, sub, dl, ml);
     const PackedBytes<8> q = load_bytes<8>(block + offsetof(Block, qs) + 32 * (sub / 2));
     const PackedBytes<8> qh = load_bytes<8>(block + offsetof(Block, qh));
     const int shift = 4 * (sub % 2);

@@ -20,12 +20,7 @@
 namespace pagoda::backend {
 namespace {
 
-std::vector<uint8_t> random_bytes(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::vector<uint8_t> bytes(n);
-  for (uint8_t& b : bytes) b = static_cast<uint8_t>(rng());
-  return bytes;
-}
+using cuda_testing::random_bytes;
 
 // Every array of the cache (layer l's K at 2l, V at 2l + 1) as host bytes.
 std::vector<std::vector<uint8_t>> read_arrays(Backend& backend, KvStorage& kv) {

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <random>
 #include <vector>
 
 #include "backend/backend.h"
@@ -23,6 +24,14 @@
 namespace pagoda::backend::cuda_testing {
 
 inline constexpr float kPoison = std::numeric_limits<float>::quiet_NaN();
+
+// n bytes of a seeded generator.
+inline std::vector<uint8_t> random_bytes(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<uint8_t> bytes(n);
+  for (uint8_t& b : bytes) b = static_cast<uint8_t>(rng());
+  return bytes;
+}
 
 // The CUDA backend, or null after a failed expectation naming why.
 inline std::unique_ptr<Backend> make_backend(const CudaBackendOptions& options = {}) {
