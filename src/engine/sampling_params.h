@@ -4,11 +4,13 @@
 // extras (top_k, min_p, repetition penalty). Plain data, checked once by validate().
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <utility>
 #include <vector>
 
 #include "core/status.h"
+#include "engine/grammar_constraint.h"
 
 namespace pagoda::engine {
 
@@ -41,6 +43,10 @@ struct SamplingParams {
   // before bias, penalties, truncation and temperature (what vLLM reports by default).
   bool logprobs = false;
   int32_t top_logprobs = 0;
+
+  // Constrains the output to a grammar (null: free text). Shared, immutable: the
+  // choices of a request with n > 1 each keep their own matcher over it.
+  std::shared_ptr<const GrammarConstraint> grammar;
 
   bool greedy() const { return temperature <= 0.0f; }
 
