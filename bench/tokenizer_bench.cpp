@@ -45,12 +45,17 @@ const std::string& mixed_text() {
   return text;
 }
 
+// The reference's vocabularies, committed with the tests (tests/data/README.md).
+std::string vocab_path(const std::string& name) {
+  return std::string(PAGODA_SOURCE_DIR) + "/tests/data/reference/tokenizer/ggml-vocab-" + name +
+         ".gguf";
+}
+
 const Tokenizer* vocabulary(const std::string& name) {
   static std::map<std::string, Tokenizer> loaded;
   auto it = loaded.find(name);
   if (it != loaded.end()) return &it->second;
-  const std::string path = std::string(PAGODA_SOURCE_DIR) + "/../shared/reference/tokenizer/ggml-vocab-" + name + ".gguf";
-  auto reader = pagoda::gguf::Reader::open(path);
+  auto reader = pagoda::gguf::Reader::open(vocab_path(name));
   if (!reader.ok()) return nullptr;
   auto tokenizer = Tokenizer::from_gguf(*reader);
   if (!tokenizer.ok()) return nullptr;
@@ -60,7 +65,7 @@ const Tokenizer* vocabulary(const std::string& name) {
 void BM_Encode(benchmark::State& state, const std::string& name) {
   const Tokenizer* tokenizer = vocabulary(name);
   if (tokenizer == nullptr) {
-    state.SkipWithError(("cannot load vocabulary " + name).c_str());
+    state.SkipWithError(("cannot load " + vocab_path(name)).c_str());
     return;
   }
   const std::string& text = mixed_text();
@@ -77,7 +82,7 @@ void BM_Encode(benchmark::State& state, const std::string& name) {
 void BM_StreamDecode(benchmark::State& state, const std::string& name) {
   const Tokenizer* tokenizer = vocabulary(name);
   if (tokenizer == nullptr) {
-    state.SkipWithError(("cannot load vocabulary " + name).c_str());
+    state.SkipWithError(("cannot load " + vocab_path(name)).c_str());
     return;
   }
   const auto ids = tokenizer->encode(mixed_text(), false, true);

@@ -40,7 +40,8 @@ function(pagoda_add_library name sources)
 endfunction()
 
 # pagoda_test(NAME LIBS...): one GoogleTest binary from tests/<folder>/*.cpp,
-# its tests registered with CTest. Tests find shared data through PAGODA_SHARED_DIR.
+# its tests registered with CTest. Tests find their files through PAGODA_TEST_DATA_DIR
+# (committed fixtures) and PAGODA_SHARED_DIR (the large models): see tests/test_data.h.
 function(pagoda_test name)
   file(GLOB sources CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.cpp)
   if(NOT sources)
@@ -50,6 +51,7 @@ function(pagoda_test name)
   target_link_libraries(test_${name} PRIVATE ${ARGN} GTest::gtest GTest::gtest_main GTest::gmock)
   target_include_directories(test_${name} PRIVATE ${PROJECT_SOURCE_DIR}/tests)
   target_compile_definitions(test_${name} PRIVATE
+    PAGODA_TEST_DATA_DIR="${PAGODA_TEST_DATA_DIR}"
     PAGODA_SHARED_DIR="${PAGODA_SHARED_DIR}"
     PAGODA_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
   gtest_discover_tests(test_${name} DISCOVERY_TIMEOUT 60 PROPERTIES LABELS ${name})

@@ -3,8 +3,8 @@
 // (SentencePiece) vocabularies. Also decodes the input read as raw token ids. Nothing
 // may crash, every id must be in the vocabulary and streamed text must be valid UTF-8.
 //
-// The vocabularies are read from $PAGODA_SHARED_DIR/reference/tokenizer (default
-// ../shared, relative to the working directory).
+// The vocabularies are the reference's, committed under tests/data/reference/tokenizer
+// (PAGODA_TEST_DATA_DIR, compiled in; the environment variable of that name wins).
 
 #include <cstdio>
 #include <cstdlib>
@@ -29,11 +29,11 @@ using pagoda::tokenizer::Tokenizer;
 }
 
 Tokenizer load(const std::string& name) {
-  const char* shared = std::getenv("PAGODA_SHARED_DIR");
-  const std::string path = std::string(shared != nullptr ? shared : "../shared") +
+  const char* data = std::getenv("PAGODA_TEST_DATA_DIR");
+  const std::string path = std::string(data != nullptr ? data : PAGODA_TEST_DATA_DIR) +
                            "/reference/tokenizer/ggml-vocab-" + name + ".gguf";
   auto reader = pagoda::gguf::Reader::open(path);
-  if (!reader.ok()) fail(reader.status().message() + " (set PAGODA_SHARED_DIR)");
+  if (!reader.ok()) fail(reader.status().message());
   auto tokenizer = Tokenizer::from_gguf(*reader);
   if (!tokenizer.ok()) fail(tokenizer.status().message());
   return std::move(tokenizer).value();

@@ -6,9 +6,13 @@
 #   lib/                        the shared libraries they need that such a machine may
 #                               lack (not glibc, libstdc++/libgcc, the driver, cudart or
 #                               cuBLAS, which the machine's toolkit has)
-#   shared/                     the test models and reference data the checks read (the
-#                               binaries look for them at /tmp/pagoda-gpu-bundle/shared,
-#                               which gpu_check.sh links to this folder)
+#   data/, shared/              the test models and reference data the checks read: data/
+#                               from tests/data/ (the stories260K models, the reference
+#                               outputs), shared/models/ the large random-weight models
+#                               taken from ../shared (those absent are left out, and their
+#                               tests skip); the binaries look for them under
+#                               /tmp/pagoda-gpu-bundle, which gpu_check.sh links to this
+#                               folder
 #   e2e/, models/tiny-smollm2.gguf, wheels/
 #                               the end-to-end OpenAI-client tests, a 5 MB random-weight
 #                               model with the default model's tokenizer and chat template
@@ -19,7 +23,7 @@
 #
 #   scripts/build_gpu_bundle.sh
 #   PAGODA_GPU_TESTS="test_backend_cuda test_model" scripts/build_gpu_bundle.sh
-#   PAGODA_BUNDLE_MODELS="stories260K.gguf rand-llama-Q8_0.gguf" ...  (from ../shared/models)
+#   PAGODA_BUNDLE_MODELS="rand-llama-Q8_0.gguf rand-gpt2-Q8_0.gguf" ...  (from ../shared/models)
 #   PAGODA_BUNDLE_JOBS=2 (parallel compile jobs, default 2)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,15 +32,16 @@ readonly build="build-gpu"
 readonly bundle="gpu-bundle"
 readonly jobs="${PAGODA_BUNDLE_JOBS:-2}"
 readonly max_bundle_mb=60
-# Where the bundled binaries find shared/ (compiled in as PAGODA_SHARED_DIR).
+# Where the bundled binaries find data/ and shared/ (compiled in as PAGODA_TEST_DATA_DIR
+# and PAGODA_SHARED_DIR).
 readonly shared_link="/tmp/pagoda-gpu-bundle"
 readonly shared_src="${PAGODA_SHARED_DIR:-$(cd .. && pwd)/shared}"
 # Test binaries with GPU tests: add the engine and model tests once they take a device.
 read -r -a gpu_tests <<<"${PAGODA_GPU_TESTS:-test_backend_cuda test_gpu test_engine}"
-# Small models: the stories260K family and a random-weight model of the K quants (the
-# other random-weight models' tests skip with a line; name them here to take them).
-read -r -a models <<<"${PAGODA_BUNDLE_MODELS:-stories260K.gguf stories260K-F16.gguf stories260K-Q8_0.gguf \
-stories260K-Q4_0.gguf stories260K-Q5_1.gguf rand-llama-Q4_K_M.gguf}"
+# Large models taken from the shared folder beside the checkout (the stories260K family
+# comes from tests/data/): a random-weight model of the K quants. The other random-weight
+# models' tests skip with a line; name them here to take them.
+read -r -a models <<<"${PAGODA_BUNDLE_MODELS:-rand-llama-Q4_K_M.gguf}"
 readonly python_version="${PAGODA_BUNDLE_PYTHON:-3.12}"
 readonly default_model="models/SmolLM2-135M-Instruct.Q4_1.gguf"
 
@@ -55,7 +60,7 @@ EOF
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPAGODA_CUDA=ON \
     -DCMAKE_CUDA_ARCHITECTURES=90 -DPAGODA_BUILD_TESTS=ON -DPAGODA_BUILD_BENCHMARKS=OFF \
     -DCMAKE_PROJECT_INCLUDE="$root/$build/prefer_static.cmake" \
-    -DPAGODA_SHARED_DIR="$shared_link/shared" \
+    -DPAGODA_TEST_DATA_DIR="$shared_link/data" -DPAGODA_SHARED_DIR="$shared_link/shared" \
     -DCMAKE_BUILD_RPATH='$ORIGIN/lib' -DCMAKE_EXE_LINKER_FLAGS="-Wl,--disable-new-dtags" >/dev/null
   say "building pagoda ${gpu_tests[*]} (-j$jobs)"
   cmake --build "$build" -j"$jobs" --target pagoda "${gpu_tests[@]}"
@@ -102,8 +107,14 @@ copy_binaries_and_libraries() {
 }
 
 copy_data() {
-  mkdir -p "$bundle/shared/models" "$bundle/shared/reference"
-  local model
+  # The committed fixtures: the stories260K models and the reference outputs the model
+  # tests compare with (the tokenizer vectors are not for a GPU).
+  mkdir -p "$bundle/data/reference" "$bundle/shared/models"
+  cp -r tests/data/README.md tests/data/models "$bundle/data/"
+  local item model
+  for item in generation scoring quant stories260K-greedy.txt; do
+    cp -r "tests/data/reference/$item" "$bundle/data/reference/"
+  done
   for model in "${models[@]}"; do
     if [[ -f "$shared_src/models/$model" ]]; then
       cp "$shared_src/models/$model" "$bundle/shared/models/"
@@ -111,13 +122,8 @@ copy_data() {
       say "no $shared_src/models/$model: left out"
     fi
   done
-  cp "$shared_src"/models/LICENSE* "$shared_src"/models/README.md "$bundle/shared/models/" 2>/dev/null || true
-  # The reference outputs the model tests compare with (the tokenizer vectors are not
-  # for a GPU).
-  for item in README.md generation scoring quant stories260K-greedy.txt; do
-    [[ -e "$shared_src/reference/$item" ]] && cp -r "$shared_src/reference/$item" "$bundle/shared/reference/"
-  done
-  chmod -R u+w "$bundle/shared"
+  cp "$shared_src/models/README.md" "$bundle/shared/models/" 2>/dev/null || true
+  chmod -R u+w "$bundle/data" "$bundle/shared"
   if [[ -f "$default_model" ]]; then
     local model_mb=$(( $(stat -c %s "$default_model") / 1000000 ))
     if (( model_mb + $(du -sm "$bundle" | cut -f1) <= max_bundle_mb )); then
@@ -172,6 +178,7 @@ check_and_describe() {
     echo "newest symbols needed: $(newest_version GLIBC "$bundle"/pagoda "$bundle"/test_* "$bundle"/lib/*)," \
       "$(newest_version GLIBCXX "$bundle"/pagoda "$bundle"/test_* "$bundle"/lib/*)"
     echo "shared data path compiled in: $shared_link/shared"
+    echo "test data path compiled in: $shared_link/data"
     echo
     (cd "$bundle" && find . -type f ! -name MANIFEST.txt -printf '%10s  %P\n' | sort -k2)
   } >"$bundle/MANIFEST.txt"

@@ -9,7 +9,6 @@ seconds="${1:-60}"
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DPAGODA_FUZZ=ON >/dev/null
 cmake --build build-fuzz -j"$(nproc)"
 
-export PAGODA_SHARED_DIR="${PAGODA_SHARED_DIR:-$(cd .. && pwd)/shared}"
 mkdir -p build-fuzz/artifacts
 status=0
 for fuzzer in build-fuzz/fuzz/*_fuzz; do
@@ -18,8 +17,8 @@ for fuzzer in build-fuzz/fuzz/*_fuzz; do
   mkdir -p "$corpus"
   seeds=()
   [[ -d "fuzz/seeds/$name" ]] && seeds=("fuzz/seeds/$name")
-  # The template fuzzer starts from the real and test chat templates.
-  [[ "$name" == jinja ]] && seeds+=(tests/data/chat_templates "$PAGODA_SHARED_DIR/reference/chat_templates")
+  # The template fuzzer starts from the real and test chat templates (all committed).
+  [[ "$name" == jinja ]] && seeds+=(tests/data/chat_templates tests/data/reference/chat_templates)
   options=()
   [[ -f "fuzz/$name.dict" ]] && options+=(-dict="fuzz/$name.dict")
   log="build-fuzz/$name.log"

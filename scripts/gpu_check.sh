@@ -173,11 +173,11 @@ pagoda_generate() {
 # pagoda itself: greedy stories260K on the CPU must continue the reference text; where
 # pagoda run takes --device, the same run on the GPU too.
 stage_pagoda_run() {
-  local log="$1" limit="$2" model="$bundle/shared/models/stories260K.gguf"
+  local log="$1" limit="$2" model="$bundle/data/models/stories260K.gguf"
   [[ -x "$bundle/pagoda" && -f "$model" ]] || { note="no pagoda or no stories260K.gguf"; return 2; }
   local prompt="Once upon a time" reference cpu_text cuda_text
   local args=(-m "$model" -p "$prompt" -n 32 --temp 0)
-  reference=$(cat "$bundle/shared/reference/stories260K-greedy.txt" 2>/dev/null)
+  reference=$(cat "$bundle/data/reference/stories260K-greedy.txt" 2>/dev/null)
   pagoda_generate "$log" "$limit" "$log_dir/pagoda_run.cpu.txt" "${args[@]}" -t 4 || return $?
   cpu_text="$prompt$(cat "$log_dir/pagoda_run.cpu.txt")"
   echo "cpu: $cpu_text" >>"$log"

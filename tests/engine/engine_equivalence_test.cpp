@@ -170,7 +170,7 @@ TEST_F(EngineEquivalence, ASharedPrefixIsComputedOnce) {
 TEST(EngineEquivalenceSmolLM2, RequestsRunTogetherGiveWhatEachGivesAlone) {
   const std::string path =
       std::string(PAGODA_SOURCE_DIR) + "/models/SmolLM2-135M-Instruct.Q4_1.gguf";
-  if (!std::filesystem::exists(path)) GTEST_SKIP() << path << " is not there";
+  PAGODA_SKIP_IF_MISSING(path);
   EngineConfig config;
   config.scheduler = {.max_batched_tokens = 64, .max_running = 4, .max_model_len = 256};
   config.kv_memory.bytes = 64u << 20;

@@ -1,5 +1,5 @@
 #pragma once
-// What the engine and model-runner tests share: a shared model loaded for batched
+// What the engine and model-runner tests share: a test model loaded for batched
 // steps, a sink that records every output and lets the test wait for the last ones,
 // and a helper that runs requests through an Engine and returns what each generated.
 
@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "test_backend.h"
+#include "test_data.h"
 #include "engine/engine.h"
 #include "gguf/reader.h"
 #include "model/model.h"
@@ -23,7 +24,7 @@
 
 namespace pagoda::engine::testing {
 
-inline const std::string kSharedDir = PAGODA_SHARED_DIR;
+using ::pagoda::testing::model_path;  // test_data.h
 
 struct BatchedModel {
   std::unique_ptr<gguf::Reader> file;
@@ -53,9 +54,9 @@ inline BatchedModel load_batched_model_file(const std::string& path,
   return m;
 }
 
-// A model of the shared folder (see load_batched_model_file).
+// A test model by file name (model_path; see load_batched_model_file).
 inline BatchedModel load_batched_model(const std::string& name, const model::LoadOptions& options) {
-  return load_batched_model_file(kSharedDir + "/models/" + name, options);
+  return load_batched_model_file(model_path(name), options);
 }
 
 // Everything one request received, in order.

@@ -15,6 +15,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "gguf/reader.h"
 #include "model/model.h"
+#include "test_data.h"
 #include "tokenizer/tokenizer.h"
 
 namespace pagoda::engine {
@@ -23,7 +24,7 @@ namespace {
 using tools::RandomModelSpec;
 using tools::write_random_model;
 
-const std::string kShared = PAGODA_SHARED_DIR;
+const std::string kStories = pagoda::testing::model_path("stories260K.gguf");
 
 // A file path in the test's temporary folder, removed when the test ends.
 class TempFile {
@@ -166,7 +167,7 @@ TEST(RandomModel, TheSameSeedWritesTheSameBytesWhateverTheThreads) {
 }
 
 TEST(RandomModel, CopiesTheTokenizerOfAnotherFile) {
-  const gguf::Reader source = open_or_fail(kShared + "/models/stories260K.gguf");
+  const gguf::Reader source = open_or_fail(kStories);
   RandomModelSpec spec = tiny_spec("llama");
   spec.n_vocab = 0;  // the tokenizer's
   TempFile out("tok.gguf");
@@ -181,9 +182,8 @@ TEST(RandomModel, CopiesTheTokenizerOfAnotherFile) {
   }
   EXPECT_EQ(file.find_tensor("token_embd.weight")->shape[1], 512);
   spec.n_vocab = 300;
-  EXPECT_EQ(
-      write_random_model(spec, &source, out.path()).message(),
-      "vocabulary size 300 differs from the 512 tokens of " + kShared + "/models/stories260K.gguf");
+  EXPECT_EQ(write_random_model(spec, &source, out.path()).message(),
+            "vocabulary size 300 differs from the 512 tokens of " + kStories);
 }
 
 TEST(RandomModel, TheMadeUpVocabularyRoundTripsText) {

@@ -13,9 +13,9 @@
 namespace pagoda::engine {
 namespace {
 
-using testing::kShared;
 using testing::load_shared_model;
 using testing::make_session;
+using testing::reference_path;
 
 std::string read_text(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -64,7 +64,7 @@ TEST_F(StoriesSession, GreedyFromBosReproducesTheReferenceText) {
                        [&](std::string_view delta) { streamed += delta; });
   EXPECT_EQ(result.tokens.size(), 256u);
   EXPECT_EQ(result.finish, FinishReason::kLength);
-  EXPECT_EQ(result.text + "\n", read_text(kShared + "/reference/stories260K-greedy.txt"));
+  EXPECT_EQ(result.text + "\n", read_text(reference_path("stories260K-greedy.txt")));
   EXPECT_EQ(streamed, result.text);
   EXPECT_EQ(result.timings.n_prompt_tokens, 1);
   EXPECT_EQ(result.timings.n_decoded, 255);
@@ -73,7 +73,7 @@ TEST_F(StoriesSession, GreedyFromBosReproducesTheReferenceText) {
 // Each reference case: the prompt's tokens, then greedy tokens and text step by step.
 TEST_F(StoriesSession, GreedyContinuationsMatchTheReferenceSteps) {
   const nlohmann::json reference =
-      nlohmann::json::parse(read_text(kShared + "/reference/generation/stories260K.json"));
+      nlohmann::json::parse(read_text(reference_path("generation/stories260K.json")));
   const std::unique_ptr<Session> session = make_session(loaded_, 512);
   ASSERT_TRUE(session);
   for (const nlohmann::json& c : reference["cases"]) {
@@ -97,7 +97,7 @@ TEST_F(StoriesSession, GreedyContinuationsMatchTheReferenceSteps) {
 TEST_F(StoriesSession, LogprobsMatchTheReferenceSteps) {
   constexpr double kLogprobTolerance = 1e-2;
   const nlohmann::json reference =
-      nlohmann::json::parse(read_text(kShared + "/reference/generation/stories260K.json"));
+      nlohmann::json::parse(read_text(reference_path("generation/stories260K.json")));
   const std::unique_ptr<Session> session = make_session(loaded_, 128);
   ASSERT_TRUE(session);
   for (const nlohmann::json& c : reference["cases"]) {

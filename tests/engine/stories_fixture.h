@@ -8,6 +8,7 @@
 #include <string>
 
 #include "test_backend.h"
+#include "test_data.h"
 #include "engine/session.h"
 #include "gguf/reader.h"
 #include "model/model.h"
@@ -15,7 +16,8 @@
 
 namespace pagoda::engine::testing {
 
-inline const std::string kShared = PAGODA_SHARED_DIR;
+using ::pagoda::testing::model_path;      // test_data.h
+using ::pagoda::testing::reference_path;
 
 struct LoadedStories {
   std::unique_ptr<gguf::Reader> file;
@@ -24,10 +26,10 @@ struct LoadedStories {
   std::unique_ptr<tokenizer::Tokenizer> tokenizer;
 };
 
-// Loads a model file of the shared folder with its tokenizer; fails the test on error.
+// Loads a test model (model_path) with its tokenizer; fails the test on error.
 inline LoadedStories load_shared_model(const std::string& name, int32_t max_batch_tokens = 512) {
   LoadedStories loaded;
-  Expected<gguf::Reader> reader = gguf::Reader::open(kShared + "/models/" + name);
+  Expected<gguf::Reader> reader = gguf::Reader::open(model_path(name));
   EXPECT_TRUE(reader.ok()) << reader.status().message();
   if (!reader.ok()) return loaded;
   loaded.file = std::make_unique<gguf::Reader>(std::move(reader).value());

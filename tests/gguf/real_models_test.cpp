@@ -1,14 +1,18 @@
-// The real GGUF files the project ships for tests (../shared) and the default model.
+// The real GGUF files the tests read (tests/data/, the large random-weight models of the
+// shared folder) and the default model.
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <filesystem>
 
 #include "gguf/reader.h"
+#include "test_data.h"
 
 namespace pagoda::gguf {
 namespace {
 
-const std::string kShared = PAGODA_SHARED_DIR;
+using ::pagoda::testing::model_path;
+using ::pagoda::testing::reference_path;
 
 Reader open_or_fail(const std::string& path) {
   Expected<Reader> reader = Reader::open(path);
@@ -17,7 +21,7 @@ Reader open_or_fail(const std::string& path) {
 }
 
 TEST(RealModels, Stories260K) {
-  const Reader reader = open_or_fail(kShared + "/models/stories260K.gguf");
+  const Reader reader = open_or_fail(model_path("stories260K.gguf"));
   EXPECT_EQ(reader.version(), 3u);
   EXPECT_EQ(reader.alignment(), 32u);
   EXPECT_EQ(reader.data_offset(), 14176u);
@@ -58,14 +62,14 @@ TEST(RealModels, Stories260K) {
 }
 
 TEST(RealModels, QuantizedStoriesKeepFfnDownInF16) {
-  const Reader reader = open_or_fail(kShared + "/models/stories260K-Q4_0.gguf");
+  const Reader reader = open_or_fail(model_path("stories260K-Q4_0.gguf"));
   EXPECT_EQ(reader.find_tensor("blk.0.attn_q.weight")->type, DType::Q4_0);
   EXPECT_EQ(reader.find_tensor("blk.0.attn_q.weight")->n_bytes, 64u / 32 * 18 * 64);
   EXPECT_EQ(reader.find_tensor("blk.0.ffn_down.weight")->type, DType::F16);  // rows of 172
 }
 
 TEST(RealModels, QuantVectors) {
-  const Reader reader = open_or_fail(kShared + "/reference/quant/quant-vectors.gguf");
+  const Reader reader = open_or_fail(reference_path("quant/quant-vectors.gguf"));
   EXPECT_EQ(reader.tensors().size(), 42u);  // 14 types x (src, q, deq)
   for (const char* type : {"f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "q2_K", "q3_K",
                            "q4_K", "q5_K", "q6_K", "iq4_nl", "iq4_xs"}) {
@@ -81,25 +85,50 @@ TEST(RealModels, QuantVectors) {
   EXPECT_EQ(reader.find_tensor("q4_K.q")->n_bytes, 4u * 4 * 144);
 }
 
-TEST(RealModels, EveryShippedFileParses) {
-  size_t files = 0;
-  for (const char* folder : {"/models", "/reference/quant", "/reference/tokenizer"}) {
-    for (const auto& entry : std::filesystem::directory_iterator(kShared + folder)) {
-      if (entry.path().extension() != ".gguf") continue;
-      const Reader reader = open_or_fail(entry.path().string());
-      ++files;
-      EXPECT_TRUE(reader.has("general.architecture") || reader.has("general.description"))
-          << entry.path();
-      uint64_t data_bytes = 0;
-      for (const TensorInfo& tensor : reader.tensors()) data_bytes += tensor.n_bytes;
-      EXPECT_LE(reader.data_offset() + data_bytes, reader.bytes().size()) << entry.path();
-    }
-  }
-  EXPECT_EQ(files, 10u + 1u + 5u);
+// Its metadata names what it is, and its tensors lie inside it.
+void expect_well_formed(const std::string& path) {
+  const Reader reader = open_or_fail(path);
+  EXPECT_TRUE(reader.has("general.architecture") || reader.has("general.description")) << path;
+  uint64_t data_bytes = 0;
+  for (const TensorInfo& tensor : reader.tensors()) data_bytes += tensor.n_bytes;
+  EXPECT_LE(reader.data_offset() + data_bytes, reader.bytes().size()) << path;
 }
 
+TEST(RealModels, EveryCommittedFileParses) {
+  size_t files = 0;
+  for (const char* folder : {"models", "reference/quant", "reference/tokenizer"}) {
+    const std::filesystem::path dir = std::filesystem::path(PAGODA_TEST_DATA_DIR) / folder;
+    for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+      if (entry.path().extension() != ".gguf") continue;
+      expect_well_formed(entry.path().string());
+      ++files;
+    }
+  }
+  EXPECT_EQ(files, 5u + 1u + 5u);  // stories260K in 5 formats, the quant vectors, 5 vocabularies
+}
+
+// The random-weight models, too large to commit: each skips with a line where it is absent.
+class LargeModel : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(LargeModel, Parses) {
+  PAGODA_SKIP_IF_MISSING(model_path(GetParam()));
+  expect_well_formed(model_path(GetParam()));
+}
+
+INSTANTIATE_TEST_SUITE_P(RealModels, LargeModel,
+                         ::testing::Values("rand-llama-Q8_0.gguf", "rand-llama-Q4_K_M.gguf",
+                                           "rand-qwen2-Q8_0.gguf", "rand-qwen3-Q6_K.gguf",
+                                           "rand-gpt2-Q8_0.gguf"),
+                         [](const auto& info) {
+                           std::string name = std::filesystem::path(info.param).stem().string();
+                           for (char& c : name) {
+                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+                           }
+                           return name;
+                         });
+
 TEST(RealModels, VocabOnlyFileHasNoDataSection) {
-  const Reader reader = open_or_fail(kShared + "/reference/tokenizer/ggml-vocab-phi-3.gguf");
+  const Reader reader = open_or_fail(reference_path("tokenizer/ggml-vocab-phi-3.gguf"));
   EXPECT_TRUE(reader.tensors().empty());
   EXPECT_EQ(reader.data_offset(), reader.bytes().size());  // 726019: ends unpadded
   EXPECT_EQ(reader.get_array<std::string>("tokenizer.ggml.tokens")->size(), 32064u);
@@ -109,9 +138,7 @@ TEST(RealModels, VocabOnlyFileHasNoDataSection) {
 TEST(RealModels, DefaultModel) {
   const std::string path =
       std::string(PAGODA_SOURCE_DIR) + "/models/SmolLM2-135M-Instruct.Q4_1.gguf";
-  if (!std::filesystem::exists(path)) {
-    GTEST_SKIP() << path << " is absent: run scripts/fetch_default_model.sh to test against it";
-  }
+  PAGODA_SKIP_IF_MISSING(path);
   const Reader reader = open_or_fail(path);
   EXPECT_EQ(*reader.get<std::string>("general.architecture"), "llama");
   EXPECT_EQ(*reader.get<uint32_t>("llama.block_count"), 30u);

@@ -17,7 +17,7 @@ using testing::BatchedModel;
 
 BatchedModel load_stories_on_gpu(const EngineConfig& config) {
   BatchedModel m;
-  Expected<gguf::Reader> reader = gguf::Reader::open(testing::kSharedDir + "/models/stories260K.gguf");
+  Expected<gguf::Reader> reader = gguf::Reader::open(testing::model_path("stories260K.gguf"));
   EXPECT_TRUE(reader.ok()) << reader.status().message();
   if (!reader.ok()) return m;
   m.file = std::make_unique<gguf::Reader>(std::move(reader).value());

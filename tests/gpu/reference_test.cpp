@@ -24,10 +24,6 @@ struct ReferenceCase {
 
 void PrintTo(const ReferenceCase& c, std::ostream* os) { *os << c.reference; }
 
-// The random-weight models are large for a GPU machine's bundle: a test whose model is
-// not there skips with a line naming it.
-bool have_model(const std::string& name) { return std::filesystem::exists(model_path(name)); }
-
 LoadedModel load_on_gpu(const std::string& name) {
   return load_on(gpu_testing::make_cuda(), name, LoadOptions{.max_batch_tokens = 512, .max_logit_rows = 512});
 }
@@ -39,7 +35,7 @@ TEST_P(GpuScoring, MatchesTheReferenceAtEveryPosition) {
   const ReferenceCase& param = GetParam();
   const nlohmann::json ref = read_reference(param.reference);
   const std::string model_file = ref["model"].get<std::string>();
-  if (!have_model(model_file)) GTEST_SKIP() << model_path(model_file) << " is not there";
+  PAGODA_SKIP_IF_MISSING(model_path(model_file));  // the large models may be left out
   LoadedModel m = load_on_gpu(model_file);
   ASSERT_TRUE(m.model && m.tokenizer);
   const int32_t n_vocab = m.model->config().n_vocab;
@@ -75,7 +71,7 @@ TEST_P(GpuGeneration, FollowsTheReferenceGreedyRun) {
   const ReferenceCase& param = GetParam();
   const nlohmann::json ref = read_reference(param.reference);
   const std::string model_file = ref["model"].get<std::string>();
-  if (!have_model(model_file)) GTEST_SKIP() << model_path(model_file) << " is not there";
+  PAGODA_SKIP_IF_MISSING(model_path(model_file));  // the large models may be left out
   LoadedModel m = load_on_gpu(model_file);
   ASSERT_TRUE(m.model && m.tokenizer);
   ErrorStats stats;
@@ -164,7 +160,7 @@ TEST(GpuGreedyStory, FromBosReproducesTheReferenceText) {
     generated.push_back(token);
   }
   EXPECT_EQ(m.tokenizer->decode(generated) + "\n",
-            read_text(std::string(PAGODA_SHARED_DIR) + "/reference/stories260K-greedy.txt"));
+            read_text(reference_path("stories260K-greedy.txt")));
 }
 
 }  // namespace

@@ -39,6 +39,7 @@ void PrintTo(const ChunkingCase& c, std::ostream* os) { *os << c.model; }
 class Chunking : public ::testing::TestWithParam<ChunkingCase> {};
 
 TEST_P(Chunking, OneBatchTokenByTokenAndChunksAgree) {
+  PAGODA_SKIP_IF_MISSING(model_path(GetParam().model));
   LoadedModel m = load(GetParam().model, {}, backend::CpuNumerics::kFast);
   ASSERT_TRUE(m.model && m.tokenizer);
   const int32_t n_vocab = m.model->config().n_vocab;

@@ -1,4 +1,4 @@
-// ModelConfig::from_gguf on the shared models and on headers built to test one key at a
+// ModelConfig::from_gguf on the test models and on headers built to test one key at a
 // time: defaults, integer types, and the errors for contradictory values.
 
 #include <gtest/gtest.h>
@@ -69,6 +69,7 @@ TEST(ModelConfig, Stories260K) {
 
 // The qwen files also carry stray llama.* keys of another shape: only qwen3.* counts.
 TEST(ModelConfig, Qwen3ReadsItsOwnKeysAndKeyLength) {
+  PAGODA_SKIP_IF_MISSING(model_path("rand-qwen3-Q6_K.gguf"));
   const ModelConfig c = config_of("rand-qwen3-Q6_K.gguf");
   EXPECT_EQ(c.architecture, "qwen3");
   EXPECT_EQ(c.n_embd, 256);
@@ -85,19 +86,26 @@ TEST(ModelConfig, Qwen3ReadsItsOwnKeysAndKeyLength) {
   EXPECT_TRUE(c.rope_neox);
 }
 
-TEST(ModelConfig, Qwen2AndLlamaAndGpt2) {
+TEST(ModelConfig, Qwen2) {
+  PAGODA_SKIP_IF_MISSING(model_path("rand-qwen2-Q8_0.gguf"));
   const ModelConfig qwen2 = config_of("rand-qwen2-Q8_0.gguf");
   EXPECT_EQ(qwen2.n_layer, 4);
   EXPECT_EQ(qwen2.head_dim, 32);
   EXPECT_EQ(qwen2.rope_freq_base, 1e6f);
   EXPECT_TRUE(qwen2.rope_neox);
+}
 
+TEST(ModelConfig, Llama) {
+  PAGODA_SKIP_IF_MISSING(model_path("rand-llama-Q4_K_M.gguf"));
   const ModelConfig llama = config_of("rand-llama-Q4_K_M.gguf");
   EXPECT_EQ(llama.n_vocab, 32000);
   EXPECT_EQ(llama.n_ff, 768);
   EXPECT_EQ(llama.n_rot, 32);
   EXPECT_FALSE(llama.rope_neox);
+}
 
+TEST(ModelConfig, Gpt2) {
+  PAGODA_SKIP_IF_MISSING(model_path("rand-gpt2-Q8_0.gguf"));
   const ModelConfig gpt2 = config_of("rand-gpt2-Q8_0.gguf");
   EXPECT_EQ(gpt2.architecture, "gpt2");
   EXPECT_EQ(gpt2.n_vocab, 50257);

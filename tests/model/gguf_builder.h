@@ -1,6 +1,6 @@
 #pragma once
-// Builds GGUF files in memory for the model tests: copies of the shared test models
-// with one thing broken, and metadata-only files for the configuration tests.
+// Builds GGUF files in memory for the model tests: copies of the test models with one
+// thing broken, and metadata-only files for the configuration tests.
 
 #include <gtest/gtest.h>
 
@@ -12,12 +12,13 @@
 
 #include "gguf/reader.h"
 #include "gguf/writer.h"
+#include "test_data.h"
 
 namespace pagoda::model::testing {
 
-inline std::string model_path(const std::string& file) {
-  return std::string(PAGODA_SHARED_DIR) + "/models/" + file;
-}
+// Test files: tests/data/, or the shared folder for the large models (test_data.h).
+using ::pagoda::testing::model_path;
+using ::pagoda::testing::reference_path;
 
 // Serialized bytes and the Reader over them (which points into the bytes).
 struct ParsedFile {

@@ -40,8 +40,7 @@ TEST_P(GreedyStory, Stories260KFromBosReproducesTheReferenceText) {
     generated.push_back(token);
   }
   // The file holds the text and a final line break.
-  const std::string expected =
-      read_text(std::string(PAGODA_SHARED_DIR) + "/reference/stories260K-greedy.txt");
+  const std::string expected = read_text(reference_path("stories260K-greedy.txt"));
   EXPECT_EQ(m.tokenizer->decode(generated) + "\n", expected);
 }
 

@@ -1,5 +1,5 @@
 #pragma once
-// Runs the shared test models (on the CPU backend unless a test gives another), one
+// Runs the test models (on the CPU backend unless a test gives another), one
 // sequence at a time: the test builds the ForwardBatch itself (one SequenceAttention, a
 // block table 0..n covering the context, slot p for position p), as the engine's
 // ModelRunner does.
@@ -32,7 +32,7 @@ struct LoadedModel {
   std::unique_ptr<tokenizer::Tokenizer> tokenizer;
 };
 
-// A model file of the shared folder loaded on `backend`, with its tokenizer.
+// A test model (model_path) loaded on `backend`, with its tokenizer.
 inline LoadedModel load_on(std::unique_ptr<backend::Backend> backend, const std::string& file_name,
                            const LoadOptions& options = {}) {
   LoadedModel m;

@@ -1,6 +1,6 @@
 #pragma once
 // Compares our log-probabilities with the reference's recorded top-k lists
-// (/work/shared/reference/{generation,scoring}/*.json, see the README there).
+// (tests/data/reference/{generation,scoring}/*.json, see tests/data/README.md).
 //
 // Rules, for a tolerance `tol` on log-probabilities:
 //   - every token the reference lists has our log-probability within tol of its own;
@@ -23,10 +23,12 @@
 #include <string>
 #include <vector>
 
+#include "test_data.h"
+
 namespace pagoda::model::testing {
 
 inline nlohmann::json read_reference(const std::string& relative_path) {
-  const std::string path = std::string(PAGODA_SHARED_DIR) + "/reference/" + relative_path;
+  const std::string path = ::pagoda::testing::reference_path(relative_path);
   std::ifstream in(path);
   EXPECT_TRUE(in.good()) << "cannot open " << path;
   if (!in.good()) return nlohmann::json::object();

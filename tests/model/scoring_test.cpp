@@ -24,6 +24,7 @@ class Scoring : public ::testing::TestWithParam<ScoringCase> {};
 TEST_P(Scoring, MatchesTheReferenceAtEveryPosition) {
   const ScoringCase& param = GetParam();
   const nlohmann::json ref = read_reference(std::string("scoring/") + param.reference);
+  PAGODA_SKIP_IF_MISSING(model_path(ref["model"].get<std::string>()));
   LoadedModel m = load(ref["model"].get<std::string>());
   ASSERT_TRUE(m.model && m.tokenizer);
   const int32_t n_vocab = m.model->config().n_vocab;

@@ -16,6 +16,7 @@
 #include "core/dtype.h"
 #include "core/status.h"
 #include "gguf/reader.h"
+#include "test_data.h"
 
 namespace pagoda::quant::testing {
 
@@ -39,7 +40,7 @@ struct TypeVectors {
 // The file, opened once per test binary.
 inline const Expected<gguf::Reader>& reference_file() {
   static const Expected<gguf::Reader> reader =
-      gguf::Reader::open(std::string(PAGODA_SHARED_DIR) + "/reference/quant/quant-vectors.gguf");
+      gguf::Reader::open(::pagoda::testing::reference_path("quant/quant-vectors.gguf"));
   return reader;
 }
 

@@ -7,12 +7,13 @@
 #include <algorithm>
 
 #include "gguf/reader.h"
+#include "test_data.h"
 
 namespace pagoda::server {
 namespace {
 
-const std::string kStories = std::string(PAGODA_SHARED_DIR) + "/models/stories260K.gguf";
-const std::string kGpt2 = std::string(PAGODA_SHARED_DIR) + "/models/rand-gpt2-Q8_0.gguf";
+const std::string kStories = pagoda::testing::model_path("stories260K.gguf");
+const std::string kGpt2 = pagoda::testing::model_path("rand-gpt2-Q8_0.gguf");
 
 tokenizer::Tokenizer load_tokenizer(const std::string& path) {
   Expected<gguf::Reader> reader = gguf::Reader::open(path);
@@ -65,6 +66,7 @@ TEST(PromptBuilder, TemplateWithoutBosGetsTheModelsBos) {
 }
 
 TEST(PromptBuilder, ModelWithoutBosGetsNone) {
+  PAGODA_SKIP_IF_MISSING(kGpt2);
   const tokenizer::Tokenizer tokenizer = load_tokenizer(kGpt2);
   ASSERT_FALSE(tokenizer.add_bos());
   const PromptBuilder prompts(tokenizer,

@@ -19,6 +19,7 @@
 #include "model/model.h"
 #include "server/http_test_client.h"
 #include "server/service/api_service_gate.h"
+#include "test_data.h"
 
 namespace pagoda::server {
 namespace {
@@ -45,7 +46,7 @@ class ApiServiceTest : public ::testing::Test {
   static void SetUpTestSuite() {
     shared = new SharedEngine;
     Expected<gguf::Reader> reader =
-        gguf::Reader::open(std::string(PAGODA_SHARED_DIR) + "/models/stories260K.gguf");
+        gguf::Reader::open(pagoda::testing::model_path("stories260K.gguf"));
     ASSERT_TRUE(reader.ok()) << reader.status().message();
     shared->file = std::make_unique<gguf::Reader>(std::move(*reader));
     backend::CpuBackendOptions backend_options;

@@ -11,12 +11,13 @@
 
 #include "core/thread_pool.h"
 #include "server/config/serve_config_settings.h"
+#include "test_data.h"
 
 namespace pagoda::server {
 namespace {
 
-const std::string kModel = std::string(PAGODA_SHARED_DIR) + "/models/stories260K.gguf";
-const std::string kOtherModel = std::string(PAGODA_SHARED_DIR) + "/models/stories260K-Q8_0.gguf";
+const std::string kModel = pagoda::testing::model_path("stories260K.gguf");
+const std::string kOtherModel = pagoda::testing::model_path("stories260K-Q8_0.gguf");
 
 // A scratch directory for config and key files, removed at the end of the test.
 class TempDir {

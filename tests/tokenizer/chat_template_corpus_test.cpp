@@ -1,5 +1,5 @@
 // The chat template corpus: every conversation of tests/data/chat_templates/
-// conversations.json through every template (real ones from ../shared/reference, the
+// conversations.json through every template (real ones from tests/data/reference, the
 // default model's own, the ChatML default and our coverage templates), rendered by our
 // interpreter and compared with Python's jinja2 as Hugging Face configures it.
 //
@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "gguf/reader.h"
+#include "test_data.h"
 #include "tokenizer/chat_template.h"
 
 namespace pagoda::tokenizer {
@@ -23,7 +24,7 @@ namespace fs = std::filesystem;
 using Json = nlohmann::ordered_json;
 
 const fs::path kDataDir = fs::path(PAGODA_SOURCE_DIR) / "tests/data/chat_templates";
-const fs::path kReferenceDir = fs::path(PAGODA_SHARED_DIR) / "reference/chat_templates";
+const fs::path kReferenceDir = pagoda::testing::reference_path("chat_templates");
 const fs::path kDefaultModel =
     fs::path(PAGODA_SOURCE_DIR) / "models/SmolLM2-135M-Instruct.Q4_1.gguf";
 
@@ -109,8 +110,7 @@ TEST(ChatTemplateCorpus, ChatMLDefaultIsTheCoveredTemplate) {
 }
 
 TEST(ChatTemplateCorpus, DefaultModelShipsItsOwnTemplate) {
-  if (!fs::exists(kDefaultModel))
-    GTEST_SKIP() << kDefaultModel << " is absent (scripts/fetch_default_model.sh)";
+  PAGODA_SKIP_IF_MISSING(kDefaultModel.string());
   auto reader = gguf::Reader::open(kDefaultModel.string());
   ASSERT_TRUE(reader.ok()) << reader.status().message();
   auto choice = chat_template_for_model(*reader);

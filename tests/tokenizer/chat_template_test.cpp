@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "gguf/reader.h"
+#include "test_data.h"
 #include "tokenizer/tokenizer.h"
 
 namespace pagoda::tokenizer {
@@ -12,7 +13,7 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-const std::string kStories = std::string(PAGODA_SHARED_DIR) + "/models/stories260K.gguf";
+const std::string kStories = pagoda::testing::model_path("stories260K.gguf");
 
 ChatTemplate chatml() {
   auto tmpl = ChatTemplate::parse(kChatMLTemplate);

@@ -1,8 +1,11 @@
-// The tokenizers of the shared test models against the reference's own tokenization of
-// the prompts in reference/generation and reference/scoring, and its generated pieces.
+// The tokenizers of the test models against the reference's own tokenization of the
+// prompts in reference/generation and reference/scoring, and its generated pieces: one
+// test per reference file, skipped (with a line) where its model is absent.
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -13,25 +16,51 @@ namespace pagoda::tokenizer {
 namespace {
 
 using testing::load_tokenizer;
-using testing::shared_path;
+using testing::model_path;
+using testing::reference_path;
 
 const Tokenizer& model_tokenizer(const std::string& model_file) {
   static std::map<std::string, Tokenizer> cache;
   auto it = cache.find(model_file);
-  if (it == cache.end()) it = cache.emplace(model_file, load_tokenizer(shared_path("models/" + model_file))).first;
+  if (it == cache.end()) {
+    it = cache.emplace(model_file, load_tokenizer(model_path(model_file))).first;
+  }
   return it->second;
 }
 
 nlohmann::json read_json(const std::string& path) { return nlohmann::json::parse(testing::read_file(path)); }
 
+// The .json files of reference/<folder>, sorted, by their path under reference/.
 std::vector<std::string> reference_files(const std::string& folder) {
   std::vector<std::string> files;
-  for (const auto& entry : std::filesystem::directory_iterator(shared_path("reference/" + folder))) {
-    if (entry.path().extension() == ".json") files.push_back(entry.path().string());
+  for (const auto& entry : std::filesystem::directory_iterator(reference_path(folder))) {
+    if (entry.path().extension() == ".json") {
+      files.push_back(folder + "/" + entry.path().filename().string());
+    }
   }
   std::sort(files.begin(), files.end());
   return files;
 }
+
+// A test's name from its file: "scoring/rand-gpt2-Q8_0.json" -> "rand_gpt2_Q8_0".
+std::string file_test_name(const ::testing::TestParamInfo<std::string>& info) {
+  std::string name = std::filesystem::path(info.param).stem().string();
+  for (char& c : name) {
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  }
+  return name;
+}
+
+// The reference file of the running test, and the model it names: the test skips where
+// that model is absent (the large random-weight models, on a fresh clone).
+class ReferenceFile : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    doc_ = read_json(reference_path(GetParam()));
+    PAGODA_SKIP_IF_MISSING(model_path(doc_["model"].get<std::string>()));
+  }
+  nlohmann::json doc_;
+};
 
 std::string unescape_newlines(const std::string& text) {
   std::string out;
@@ -46,53 +75,51 @@ std::string unescape_newlines(const std::string& text) {
   return out;
 }
 
-TEST(ModelTokenizers, GenerationPromptsAndPiecesMatchTheReference) {
-  const auto files = reference_files("generation");
-  ASSERT_FALSE(files.empty());
-  for (const std::string& file : files) {
-    const nlohmann::json doc = read_json(file);
-    const Tokenizer& tokenizer = model_tokenizer(doc["model"].get<std::string>());
-    EXPECT_EQ(tokenizer.n_vocab(), doc["n_vocab"].get<int>());
-    EXPECT_EQ(tokenizer.add_bos(), doc["add_bos"].get<bool>());
-    for (const auto& c : doc["cases"]) {
-      // In these files a "\n" inside a prompt stands for a newline.
-      const std::string prompt = unescape_newlines(c["prompt"].get<std::string>());
-      EXPECT_EQ(tokenizer.encode(prompt, true, true), c["prompt_tokens"].get<std::vector<TokenId>>())
-          << file << ": " << prompt;
-      std::vector<TokenId> generated;
-      std::string pieces;
-      for (const auto& step : c["steps"]) {
-        const TokenId id = step["token"].get<TokenId>();
-        EXPECT_EQ(tokenizer.token_to_piece(id), step["piece"].get<std::string>()) << file << ": token " << id;
-        generated.push_back(id);
-        pieces += step["piece"].get<std::string>();
-      }
-      EXPECT_EQ(pieces, c["text"].get<std::string>());
-      // Generated text continues the prompt: no leading space is stripped.
-      DecodeOptions continuing;
-      continuing.strip_leading_space = false;
-      EXPECT_EQ(tokenizer.decode(generated, continuing), c["text"].get<std::string>()) << file;
-      EXPECT_EQ(testing::stream_decode(tokenizer, generated, continuing), c["text"].get<std::string>()) << file;
+using GenerationFile = ReferenceFile;
+
+TEST_P(GenerationFile, PromptsAndPiecesMatchTheReference) {
+  const std::string& file = GetParam();
+  const nlohmann::json& doc = doc_;
+  const Tokenizer& tokenizer = model_tokenizer(doc["model"].get<std::string>());
+  EXPECT_EQ(tokenizer.n_vocab(), doc["n_vocab"].get<int>());
+  EXPECT_EQ(tokenizer.add_bos(), doc["add_bos"].get<bool>());
+  for (const auto& c : doc["cases"]) {
+    // In these files a "\n" inside a prompt stands for a newline.
+    const std::string prompt = unescape_newlines(c["prompt"].get<std::string>());
+    EXPECT_EQ(tokenizer.encode(prompt, true, true), c["prompt_tokens"].get<std::vector<TokenId>>())
+        << file << ": " << prompt;
+    std::vector<TokenId> generated;
+    std::string pieces;
+    for (const auto& step : c["steps"]) {
+      const TokenId id = step["token"].get<TokenId>();
+      EXPECT_EQ(tokenizer.token_to_piece(id), step["piece"].get<std::string>()) << file << ": token " << id;
+      generated.push_back(id);
+      pieces += step["piece"].get<std::string>();
     }
+    EXPECT_EQ(pieces, c["text"].get<std::string>());
+    // Generated text continues the prompt: no leading space is stripped.
+    DecodeOptions continuing;
+    continuing.strip_leading_space = false;
+    EXPECT_EQ(tokenizer.decode(generated, continuing), c["text"].get<std::string>()) << file;
+    EXPECT_EQ(testing::stream_decode(tokenizer, generated, continuing), c["text"].get<std::string>()) << file;
   }
 }
 
-TEST(ModelTokenizers, ScoringPromptsMatchTheReference) {
-  const auto files = reference_files("scoring");
-  ASSERT_FALSE(files.empty());
-  for (const std::string& file : files) {
-    const nlohmann::json doc = read_json(file);
-    const Tokenizer& tokenizer = model_tokenizer(doc["model"].get<std::string>());
-    EXPECT_EQ(tokenizer.n_vocab(), doc["n_vocab"].get<int>());
-    for (const auto& c : doc["cases"]) {
-      const std::string prompt = c["prompt"].get<std::string>();  // "\n" here is backslash, n
-      const auto expected = c["tokens"].get<std::vector<TokenId>>();
-      const auto ids = tokenizer.encode(prompt, true, true);
-      EXPECT_EQ(ids, expected) << file << ": " << prompt;
-      // Without its BOS the text decodes back exactly.
-      const size_t skip = tokenizer.add_bos() ? 1 : 0;
-      EXPECT_EQ(tokenizer.decode(std::span(ids).subspan(skip)), prompt) << file;
-    }
+using ScoringFile = ReferenceFile;
+
+TEST_P(ScoringFile, PromptsMatchTheReference) {
+  const std::string& file = GetParam();
+  const nlohmann::json& doc = doc_;
+  const Tokenizer& tokenizer = model_tokenizer(doc["model"].get<std::string>());
+  EXPECT_EQ(tokenizer.n_vocab(), doc["n_vocab"].get<int>());
+  for (const auto& c : doc["cases"]) {
+    const std::string prompt = c["prompt"].get<std::string>();  // "\n" here is backslash, n
+    const auto expected = c["tokens"].get<std::vector<TokenId>>();
+    const auto ids = tokenizer.encode(prompt, true, true);
+    EXPECT_EQ(ids, expected) << file << ": " << prompt;
+    // Without its BOS the text decodes back exactly.
+    const size_t skip = tokenizer.add_bos() ? 1 : 0;
+    EXPECT_EQ(tokenizer.decode(std::span(ids).subspan(skip)), prompt) << file;
   }
 }
 
@@ -114,7 +141,13 @@ TEST(ModelTokenizers, Stories260KVocabulary) {
   EXPECT_EQ(tokenizer.token_to_piece(3 + '\n'), "\n");  // <0x0A>
 }
 
+INSTANTIATE_TEST_SUITE_P(ModelTokenizers, GenerationFile,
+                         ::testing::ValuesIn(reference_files("generation")), file_test_name);
+INSTANTIATE_TEST_SUITE_P(ModelTokenizers, ScoringFile,
+                         ::testing::ValuesIn(reference_files("scoring")), file_test_name);
+
 TEST(ModelTokenizers, RandomGpt2Vocabulary) {
+  PAGODA_SKIP_IF_MISSING(model_path("rand-gpt2-Q8_0.gguf"));
   const Tokenizer& tokenizer = model_tokenizer("rand-gpt2-Q8_0.gguf");
   EXPECT_EQ(tokenizer.type(), VocabType::kBytePairEncoding);
   EXPECT_EQ(tokenizer.pre_name(), "gpt-2");
@@ -127,7 +160,7 @@ TEST(ModelTokenizers, RandomGpt2Vocabulary) {
 
 TEST(ModelTokenizers, DefaultModelSmolLM2) {
   const std::string path = std::string(PAGODA_SOURCE_DIR) + "/models/SmolLM2-135M-Instruct.Q4_1.gguf";
-  if (!std::filesystem::exists(path)) GTEST_SKIP() << "default model not present at " << path;
+  PAGODA_SKIP_IF_MISSING(path);
   const Tokenizer tokenizer = load_tokenizer(path);
   EXPECT_EQ(tokenizer.pre_name(), "smollm");
   const TokenId im_start = tokenizer.find_token("<|im_start|>");

@@ -1,6 +1,6 @@
 #pragma once
-// Shared helpers for the tokenizer tests: loading vocabularies from the shared folder
-// and reading llama.cpp-style test vectors.
+// Shared helpers for the tokenizer tests: loading the reference's vocabularies
+// (tests/data/reference/tokenizer) and reading llama.cpp-style test vectors.
 
 #include <gtest/gtest.h>
 
@@ -11,14 +11,16 @@
 #include <vector>
 
 #include "gguf/reader.h"
+#include "test_data.h"
 #include "tokenizer/tokenizer.h"
 
 namespace pagoda::tokenizer::testing {
 
-inline std::string shared_path(const std::string& relative) { return std::string(PAGODA_SHARED_DIR) + "/" + relative; }
+using ::pagoda::testing::model_path;  // test_data.h
+using ::pagoda::testing::reference_path;
 
 inline std::string vocab_path(const std::string& name) {
-  return shared_path("reference/tokenizer/ggml-vocab-" + name + ".gguf");
+  return reference_path("tokenizer/ggml-vocab-" + name + ".gguf");
 }
 
 // Loads a tokenizer, failing the calling test with the error if it cannot.

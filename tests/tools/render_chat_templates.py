@@ -6,7 +6,7 @@ renders the same with our interpreter and requires identical text (or an error o
 both sides, with the same message when the template raised it).
 
     render_chat_templates.py --corpus tests/data/chat_templates/conversations.json \\
-        --templates tests/data/chat_templates ../shared/reference/chat_templates \\
+        --templates tests/data/chat_templates tests/data/reference/chat_templates \\
         --gguf models/SmolLM2-135M-Instruct.Q4_1.gguf --out renders.json
 
 Templates are named by where they come from: "<directory name>/<file stem>" for .jinja
