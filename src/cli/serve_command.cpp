@@ -113,6 +113,7 @@ Expected<std::unique_ptr<ServingStack>> load_stack(const server::ServeConfig& co
                                           config.engine.load_options(), true));
   spdlog::info("model loaded in {:.2f} s on {}", stack->loaded.load_seconds,
                stack->loaded.backend->name());
+  metrics.set_model_load_seconds(stack->loaded.load_seconds);
   PAGODA_ASSIGN_OR_RETURN(tokenizer::ChatTemplate chat_template,
                           choose_chat_template(config, *stack->loaded.file));
   PAGODA_ASSIGN_OR_RETURN(stack->engine,

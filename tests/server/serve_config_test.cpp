@@ -110,6 +110,7 @@ TEST(ServeConfig, Defaults) {
   EXPECT_EQ(c.engine.kv_type, DType::F16);
   EXPECT_FALSE(c.engine.kv_memory.bytes.has_value());
   EXPECT_TRUE(c.engine.enable_prefix_cache);
+  EXPECT_EQ(c.engine.prefix_cache_eviction, kv::EvictionPolicy::kLru);
   EXPECT_TRUE(c.config_file.empty());
   EXPECT_EQ(c.sources.at("model"), "--model");
   EXPECT_EQ(c.sources.at("port"), "default");
@@ -128,7 +129,8 @@ TEST(ServeConfig, EveryFlag) {
        "--cors-origin", "*", "--rate-limit-rpm", "120", "--max-queued", "9", "--shutdown-grace",
        "0", "--log-format", "json", "--log-level", "debug", "--log-prompts", "--max-model-len",
        "256", "--max-batched-tokens", "128", "--max-running", "8", "--block-size", "32",
-       "--kv-cache-type", "q8_0", "--kv-cache-memory", "512MiB", "--no-prefix-caching"});
+       "--kv-cache-type", "q8_0", "--kv-cache-memory", "512MiB", "--no-prefix-caching",
+       "--prefix-cache-eviction", "lfu"});
   ASSERT_TRUE(config.ok()) << config.status().message();
   const ServeConfig& c = *config;
   EXPECT_EQ(c.model_name, "tiny");
@@ -163,6 +165,7 @@ TEST(ServeConfig, EveryFlag) {
   EXPECT_EQ(c.engine.kv_type, DType::Q8_0);
   EXPECT_EQ(c.engine.kv_memory.bytes, std::optional<uint64_t>(512u << 20));
   EXPECT_FALSE(c.engine.enable_prefix_cache);
+  EXPECT_EQ(c.engine.prefix_cache_eviction, kv::EvictionPolicy::kLfu);
   for (const auto& [name, source] : c.sources) {
     EXPECT_EQ(source, "--" + name) << "every setting came from its flag";
   }
@@ -245,6 +248,7 @@ TEST(ServeConfig, TomlFileForEveryKind) {
       "log_prompts = true\n"
       "prefix-caching = false\n"
       "kv_cache_type = \"f32\"\n"
+      "prefix_cache_eviction = \"fifo\"\n"
       "gpu_memory_utilization = 0.5\n"
       "device = \"cuda\"\n"
       "rate_limit_rpm = 30\n");
@@ -259,6 +263,7 @@ TEST(ServeConfig, TomlFileForEveryKind) {
   EXPECT_TRUE(config->log_prompts);
   EXPECT_FALSE(config->engine.enable_prefix_cache);
   EXPECT_EQ(config->engine.kv_type, DType::F32);
+  EXPECT_EQ(config->engine.prefix_cache_eviction, kv::EvictionPolicy::kFifo);
   EXPECT_EQ(config->rate_limit_rpm, 30);
   EXPECT_EQ(config->backend.cuda.memory_utilization, 0.5);
   EXPECT_EQ(config->backend.device.to_string(), "cuda:0");
@@ -308,6 +313,9 @@ TEST(ServeConfig, FlagErrorsNameTheFlag) {
             "--gpu-memory-utilization: 'most' is not a number");
   EXPECT_EQ(resolve.error({"-m", m, "--kv-cache-type", "q4_0"}),
             "--kv-cache-type: unknown kv cache type 'q4_0' (use f16, f32 or q8_0)");
+  EXPECT_EQ(resolve.error({"-m", m, "--prefix-cache-eviction", "mru"}),
+            "--prefix-cache-eviction: unknown prefix-cache eviction policy 'mru' (expected lru, "
+            "lfu or fifo)");
   EXPECT_EQ(resolve.error({"-m", m, "--kv-cache-memory", "4XB"}),
             "--kv-cache-memory: '4XB' is not a size in bytes (e.g. 8388608, 512MiB, 4GiB)");
   EXPECT_EQ(resolve.error({"-m", m, "--max-body-bytes", "10"}),
