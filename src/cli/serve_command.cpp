@@ -5,6 +5,7 @@
 // chat template, the engine, then the API goes live. SIGTERM / SIGINT (on a thread of
 // their own, see serve_signals.h): stop accepting, let running requests finish for up to
 // --shutdown-grace seconds (a second signal cuts that short), abort the rest, stop, exit 0.
+#include <cstdio>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -180,6 +181,10 @@ Status serve(const CLI::App& command, const server::ServeOptions& raw) {
   PAGODA_ASSIGN_OR_RETURN(
       const server::ServeConfig config,
       server::resolve_serve_config(command, raw, server::process_environment()));
+  if (raw.print_config) {
+    std::fputs(server::print_serve_config(config).c_str(), stdout);
+    return Status::ok_status();
+  }
   server::configure_logging(config.logging());
   PAGODA_ASSIGN_OR_RETURN(server::ApiServiceOptions options, service_options(config));
   server::ServerMetrics metrics;
