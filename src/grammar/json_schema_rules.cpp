@@ -1,0 +1,91 @@
+// JsonSchemaConverter's rules: names, the shared rules of JSON's grammar, the text.
+#include "grammar/json_schema_converter.h"
+#include "grammar/regex_to_gbnf.h"
+
+namespace pagoda::grammar {
+
+std::string json_text(const Json& value) {
+  return value.dump(-1, ' ', false, nlohmann::detail::error_handler_t::replace);
+}
+
+std::string json_string_char() {
+  // Kept inside the rule that holds the string, so that a run of characters stays in one
+  // rule (what the compiled grammar decides fastest).
+  return "([^\"\\\\\\x00-\\x1F] | \"\\\\\" ([\"\\\\/bfnrt] | \"u\" [0-9a-fA-F]{4}))";
+}
+
+std::string JsonSchemaConverter::reserve_rule(const std::string& hint) {
+  std::string base = options_.rule_prefix;
+  for (char c : hint) {
+    const bool allowed = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+    base += allowed ? c : '-';
+  }
+  std::string name = base;
+  for (int suffix = 2; rule_index_.count(name); ++suffix) name = base + "-" + std::to_string(suffix);
+  rule_index_[name] = rules_.size();
+  rules_.emplace_back(name, "");
+  return name;
+}
+
+void JsonSchemaConverter::set_rule(const std::string& name, const std::string& body) {
+  rules_[rule_index_.at(name)].second = body;
+}
+
+std::string JsonSchemaConverter::add_rule(const std::string& hint, const std::string& body) {
+  const std::string name = reserve_rule(hint);
+  set_rule(name, body);
+  return name;
+}
+
+bool JsonSchemaConverter::is_rule_name(const std::string& expression) const {
+  return rule_index_.count(expression) > 0;
+}
+
+std::string JsonSchemaConverter::ws() { return options_.compact ? "" : shared_rule("ws"); }
+
+std::string JsonSchemaConverter::shared_rule(const std::string& kind) {
+  if (auto it = shared_rules_.find(kind); it != shared_rules_.end()) return it->second;
+  const std::string name = reserve_rule(kind);
+  shared_rules_[kind] = name;  // before the body, which may come back to it (value, object)
+  std::string body;
+  auto space = [&] {
+    std::string out(" ");
+    if (!options_.compact) out += shared_rule("ws") + " ";
+    return out;
+  };
+  if (kind == "ws") {
+    const size_t indent = options_.max_indent > 0 ? static_cast<size_t>(options_.max_indent) : 0;
+    body = "(\" \" | \"\\n\"" + (indent ? " " + gbnf_repeat("\" \"", 0, indent) : std::string()) + ")?";
+  } else if (kind == "string") {
+    body = "\"\\\"\" " + json_string_char() + "* \"\\\"\"";
+  } else if (kind == "integer") {
+    body = "\"-\"? (\"0\" | [1-9] [0-9]*)";
+  } else if (kind == "number") {
+    body = "\"-\"? (\"0\" | [1-9] [0-9]*) (\".\" [0-9]+)? ([eE] [+\\-]? [0-9]+)?";
+  } else if (kind == "boolean") {
+    body = "\"true\" | \"false\"";
+  } else if (kind == "null") {
+    body = "\"null\"";
+  } else if (kind == "value") {
+    body = shared_rule("object") + " | " + shared_rule("array") + " | " + shared_rule("string") + " | " +
+           shared_rule("number") + " | " + shared_rule("boolean") + " | " + shared_rule("null");
+  } else if (kind == "object") {
+    const std::string member = shared_rule("string") + " \":\"" + space() + shared_rule("value");
+    body = "\"{\"" + space() + "\"}\" | \"{\"" + space() + member + " (\",\"" + space() + member + ")*" +
+           space() + "\"}\"";
+  } else if (kind == "array") {
+    const std::string value = shared_rule("value");
+    body = "\"[\"" + space() + "\"]\" | \"[\"" + space() + value + " (\",\"" + space() + value + ")*" +
+           space() + "\"]\"";
+  }
+  set_rule(name, body);
+  return name;
+}
+
+std::string JsonSchemaConverter::grammar_text() const {
+  std::string text;
+  for (const auto& [name, body] : rules_) text += name + " ::= " + body + "\n";
+  return text;
+}
+
+}  // namespace pagoda::grammar
