@@ -150,6 +150,10 @@ ToolPrompt prepare_tool_prompt(ToolFamily family, Json messages, const ToolsRequ
     if (!tools.empty()) prompt.template_variables["tools"] = tools.tools;
     return prompt;
   }
+  if (tools.empty()) {  // no tools: the conversation as the client wrote it
+    prompt.messages = std::move(messages);
+    return prompt;
+  }
   prompt.messages = generic_messages(messages);
   if (tools.may_call()) add_system_text(prompt.messages, generic_tools_instructions(tools));
   return prompt;

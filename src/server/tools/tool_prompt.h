@@ -21,8 +21,8 @@ struct ToolPrompt {
   Json template_variables = Json::object();  // {"tools": [..]} or {}
 };
 
-// `messages` as the request parser normalised them; `tools` may be empty (a conversation
-// whose history holds calls still renders).
+// `messages` as the request parser normalised them. Without tools, kGeneric leaves the
+// conversation as it is (and the other families only turn arguments into objects).
 ToolPrompt prepare_tool_prompt(ToolFamily family, Json messages, const ToolsRequest& tools);
 
 // kGeneric's system message: the functions, and the answer's JSON shape for `tools.choice`.
