@@ -9,8 +9,9 @@
 namespace pagoda::grammar {
 
 // The grammar "<root_rule> ::= "a" | "b" | ..." of the choices, each matched byte for
-// byte (UTF-8 as written, quotes, backslashes and controls escaped). With no choices
-// the rule matches nothing (the class of no code point).
+// byte (UTF-8 as written, quotes, backslashes and controls escaped; an invalid UTF-8
+// byte becomes U+FFFD). With no choices the rule matches nothing (a class that excludes
+// every code point).
 std::string choice_gbnf(std::span<const std::string> choices, std::string_view root_rule = "root");
 
 // `text` (UTF-8) as one GBNF literal, "..." with GBNF's escapes.

@@ -1,5 +1,11 @@
 #include "grammar/compiled_grammar.h"
 
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <thread>
+
 #include "grammar/compiled_grammar_internal.h"
 
 namespace pagoda::grammar {
@@ -11,11 +17,442 @@ const VocabIndex& CompiledGrammar::vocab() const { return *data_->vocab; }
 const std::shared_ptr<const VocabIndex>& CompiledGrammar::vocab_ptr() const { return data_->vocab; }
 const CompileStats& CompiledGrammar::stats() const { return data_->stats; }
 
+namespace {
+
+using namespace detail;
+
+constexpr size_t kMaxPositions = size_t{1} << 24;
+
+// Sorted, merged, negation resolved, surrogates removed.
+std::vector<CharRange> normalize_ranges(const Element& e) {
+  std::vector<CharRange> r = e.ranges;
+  std::sort(r.begin(), r.end(), [](const CharRange& a, const CharRange& b) { return a.first < b.first; });
+  std::vector<CharRange> merged;
+  for (const CharRange& x : r) {
+    if (!merged.empty() && x.first <= merged.back().last + 1) {
+      merged.back().last = std::max(merged.back().last, x.last);
+    } else {
+      merged.push_back(x);
+    }
+  }
+  if (e.negated) {
+    std::vector<CharRange> inv;
+    uint32_t next = 0;
+    for (const CharRange& x : merged) {
+      if (x.first > next) inv.push_back({next, x.first - 1});
+      next = x.last + 1;
+    }
+    if (next <= kMaxCodepoint) inv.push_back({next, kMaxCodepoint});
+    merged = std::move(inv);
+  }
+  std::vector<CharRange> out;
+  for (const CharRange& x : merged) {
+    if (x.last < 0xD800 || x.first > 0xDFFF) {
+      out.push_back(x);
+      continue;
+    }
+    if (x.first < 0xD800) out.push_back({x.first, 0xD7FF});
+    if (x.last > 0xDFFF) out.push_back({0xE000, x.last});
+  }
+  return out;
+}
+
+CharClassData make_class(const Element& e) {
+  CharClassData c;
+  c.ranges = normalize_ranges(e);
+  for (uint32_t b = 0; b < 256; ++b) {
+    uint32_t lo = 0;
+    uint32_t hi = 0;
+    if (b < 0x80) {
+      lo = hi = b;
+    } else if (b >= 0xC2 && b <= 0xDF) {
+      lo = (b & 0x1F) << 6;
+      hi = lo | 0x3F;
+    } else if (b >= 0xE0 && b <= 0xEF) {
+      lo = std::max<uint32_t>((b & 0x0F) << 12, 0x800);
+      hi = ((b & 0x0F) << 12) | 0xFFF;
+    } else if (b >= 0xF0 && b <= 0xF4) {
+      lo = std::max<uint32_t>((b & 0x07) << 18, 0x10000);
+      hi = std::min<uint32_t>(((b & 0x07) << 18) | 0x3FFFF, kMaxCodepoint);
+    } else {
+      continue;
+    }
+    if (c.contains_any(lo, hi)) c.first_byte[b >> 6] |= uint64_t{1} << (b & 63);
+  }
+  return c;
+}
+
+// Rules that can match some finite string.
+std::vector<char> productive_rules(const Grammar& g) {
+  std::vector<char> productive(g.n_rules(), 0);
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (int32_t r = 0; r < g.n_rules(); ++r) {
+      if (productive[r]) continue;
+      for (const Sequence& alt : g.rule(r).alternatives) {
+        bool all = true;
+        for (const Element& e : alt) all = all && (!e.is_rule_ref() || productive[e.rule]);
+        if (all) {
+          productive[r] = 1;
+          changed = true;
+          break;
+        }
+      }
+    }
+  }
+  return productive;
+}
+
+// Rules on a cycle of references (Tarjan's strongly connected components).
+std::vector<char> recursive_rules(const std::vector<std::vector<Sequence>>& alts) {
+  const int32_t n = static_cast<int32_t>(alts.size());
+  std::vector<char> recursive(n, 0);
+  std::vector<int32_t> index(n, -1), low(n, 0), stack;
+  std::vector<char> on_stack(n, 0);
+  int32_t counter = 0;
+  // Iterative DFS: frames of (rule, next alternative, next element).
+  struct Frame {
+    int32_t r;
+    size_t a;
+    size_t e;
+  };
+  for (int32_t s = 0; s < n; ++s) {
+    if (index[s] >= 0) continue;
+    std::vector<Frame> dfs{{s, 0, 0}};
+    index[s] = low[s] = counter++;
+    stack.push_back(s);
+    on_stack[s] = 1;
+    while (!dfs.empty()) {
+      Frame& f = dfs.back();
+      const std::vector<Sequence>& ra = alts[f.r];
+      if (f.a < ra.size()) {
+        if (f.e >= ra[f.a].size()) {
+          ++f.a;
+          f.e = 0;
+          continue;
+        }
+        const Element& el = ra[f.a][f.e++];
+        if (!el.is_rule_ref()) continue;
+        const int32_t t = el.rule;
+        if (t == f.r) recursive[t] = 1;
+        if (index[t] < 0) {
+          index[t] = low[t] = counter++;
+          stack.push_back(t);
+          on_stack[t] = 1;
+          dfs.push_back({t, 0, 0});
+        } else if (on_stack[t]) {
+          low[f.r] = std::min(low[f.r], index[t]);
+        }
+        continue;
+      }
+      const int32_t r = f.r;
+      dfs.pop_back();
+      if (!dfs.empty()) low[dfs.back().r] = std::min(low[dfs.back().r], low[r]);
+      if (low[r] == index[r]) {
+        std::vector<int32_t> scc;
+        int32_t x;
+        do {
+          x = stack.back();
+          stack.pop_back();
+          on_stack[x] = 0;
+          scc.push_back(x);
+        } while (x != r);
+        if (scc.size() > 1) {
+          for (int32_t y : scc) recursive[y] = 1;
+        }
+      }
+    }
+  }
+  return recursive;
+}
+
+// Inlines references to small rules that are not recursive, so that runs of characters
+// stay inside one rule (fewer tokens cross a rule's end, fewer uncertain tokens). The
+// language is unchanged.
+void inline_small_rules(std::vector<std::vector<Sequence>>& alts, int32_t root) {
+  constexpr size_t kMaxInlineAlternatives = 8;   // of a rule to inline
+  constexpr size_t kMaxInlineLength = 32;        // elements of each of its alternatives
+  constexpr size_t kMaxAlternatives = 32;        // of a rule after inlining into it
+  constexpr size_t kMaxElements = 1024;          // of a rule after inlining into it
+  const int32_t n = static_cast<int32_t>(alts.size());
+  const std::vector<char> recursive = recursive_rules(alts);
+  std::vector<char> small(n, 0);
+  for (int32_t r = 0; r < n; ++r) {
+    if (recursive[r] || r == root || alts[r].empty() || alts[r].size() > kMaxInlineAlternatives) continue;
+    bool ok = true;
+    for (const Sequence& a : alts[r]) ok = ok && a.size() <= kMaxInlineLength;
+    small[r] = ok;
+  }
+  std::vector<char> done(n, 0);
+  std::function<void(int32_t)> expand = [&](int32_t r) {
+    if (done[r]) return;
+    done[r] = 1;
+    std::vector<Sequence> out;
+    for (const Sequence& alt : alts[r]) {
+      std::vector<Sequence> partial{Sequence{}};
+      for (const Element& e : alt) {
+        bool inlined = false;
+        if (e.is_rule_ref() && small[e.rule] && e.rule != r) {
+          expand(e.rule);
+          const std::vector<Sequence>& body = alts[e.rule];
+          size_t total = 0;
+          for (const Sequence& p : partial) total += p.size();
+          size_t body_len = 0;
+          for (const Sequence& b : body) body_len += b.size();
+          const size_t grown = out.size() + partial.size() * body.size();
+          if (grown <= kMaxAlternatives && total * body.size() + partial.size() * body_len <= kMaxElements) {
+            std::vector<Sequence> next;
+            for (const Sequence& p : partial) {
+              for (const Sequence& b : body) {
+                Sequence s = p;
+                s.insert(s.end(), b.begin(), b.end());
+                next.push_back(std::move(s));
+              }
+            }
+            partial = std::move(next);
+            inlined = true;
+          }
+        }
+        if (!inlined) {
+          for (Sequence& p : partial) p.push_back(e);
+        }
+      }
+      for (Sequence& p : partial) out.push_back(std::move(p));
+    }
+    alts[r] = std::move(out);
+  };
+  for (int32_t r = 0; r < n; ++r) expand(r);
+}
+
+Status build_tables(CompiledData& d) {
+  const Grammar& g = d.grammar;
+  const int32_t n_rules = g.n_rules();
+  const std::vector<char> productive = productive_rules(g);
+  d.root = g.root();
+  d.alt_starts.assign(n_rules, {});
+  // The alternatives that can complete (one needing an unproductive rule never does).
+  std::vector<std::vector<Sequence>> rule_alts(n_rules);
+  for (int32_t r = 0; r < n_rules; ++r) {
+    for (const Sequence& alt : g.rule(r).alternatives) {
+      bool usable = true;
+      for (const Element& e : alt) usable = usable && (!e.is_rule_ref() || productive[e.rule]);
+      if (usable) rule_alts[r].push_back(alt);
+    }
+  }
+  inline_small_rules(rule_alts, d.root);
+  std::vector<std::pair<std::vector<CharRange>, int32_t>> class_index;  // for sharing equal classes
+  std::vector<std::vector<uint32_t>> refs_to(n_rules);  // ref positions per referenced rule
+  for (int32_t r = 0; r < n_rules; ++r) {
+    for (const Sequence& alt : rule_alts[r]) {
+      d.alt_starts[r].push_back(static_cast<uint32_t>(d.positions.size()));
+      for (const Element& e : alt) {
+        if (e.is_rule_ref()) {
+          refs_to[e.rule].push_back(static_cast<uint32_t>(d.positions.size()));
+          d.positions.push_back(Position{PosKind::kRef, e.rule, r});
+        } else {
+          std::vector<CharRange> norm = normalize_ranges(e);
+          int32_t id = -1;
+          for (const auto& [ranges, cid] : class_index) {
+            if (ranges == norm) {
+              id = cid;
+              break;
+            }
+          }
+          if (id < 0) {
+            id = static_cast<int32_t>(d.classes.size());
+            d.classes.push_back(make_class(e));
+            if (class_index.size() < 4096) class_index.emplace_back(std::move(norm), id);
+          }
+          d.positions.push_back(Position{PosKind::kClass, id, r});
+        }
+      }
+      d.positions.push_back(Position{PosKind::kEnd, 0, r});
+      if (d.positions.size() > kMaxPositions) return invalid_argument("grammar too large to compile");
+    }
+  }
+
+  // Rules reachable from the root.
+  std::vector<char> reachable(n_rules, 0);
+  std::vector<int32_t> todo{d.root};
+  reachable[d.root] = 1;
+  while (!todo.empty()) {
+    const int32_t r = todo.back();
+    todo.pop_back();
+    for (uint32_t s : d.alt_starts[r]) {
+      for (uint32_t p = s; d.positions[p].kind != PosKind::kEnd; ++p) {
+        if (d.positions[p].kind == PosKind::kRef && !reachable[d.positions[p].arg]) {
+          reachable[d.positions[p].arg] = 1;
+          todo.push_back(d.positions[p].arg);
+        }
+      }
+    }
+  }
+
+  // Follow sets: what may come after a rule's end, through tail references too.
+  d.follow.assign(n_rules, {});
+  d.may_end_sentence.assign(n_rules, 0);
+  d.may_end_sentence[d.root] = 1;
+  std::vector<std::vector<int32_t>> tail_hosts(n_rules);  // rules that reference r at an alternative's end
+  for (int32_t r = 0; r < n_rules; ++r) {
+    for (uint32_t q : refs_to[r]) {
+      const int32_t host = d.positions[q].rule;
+      if (!reachable[host]) continue;
+      if (d.positions[q + 1].kind == PosKind::kEnd) {
+        tail_hosts[r].push_back(host);
+      } else {
+        d.follow[r].push_back(q + 1);
+      }
+    }
+  }
+  for (int32_t r = 0; r < n_rules; ++r) {
+    if (!reachable[r]) continue;
+    std::vector<char> seen(n_rules, 0);
+    std::vector<int32_t> stack{r};
+    seen[r] = 1;
+    std::vector<uint32_t> all;
+    bool ends = false;
+    while (!stack.empty()) {
+      const int32_t x = stack.back();
+      stack.pop_back();
+      all.insert(all.end(), d.follow[x].begin(), d.follow[x].end());
+      ends = ends || x == d.root;
+      for (int32_t h : tail_hosts[x]) {
+        if (!seen[h]) {
+          seen[h] = 1;
+          stack.push_back(h);
+        }
+      }
+    }
+    std::sort(all.begin(), all.end());
+    all.erase(std::unique(all.begin(), all.end()), all.end());
+    d.follow[r] = std::move(all);
+    d.may_end_sentence[r] = ends;
+  }
+  // Helper: which positions to classify.
+  d.token_set_of.assign(d.positions.size(), -1);
+  for (uint32_t p = 0; p < d.positions.size(); ++p) {
+    if (d.positions[p].kind == PosKind::kClass && reachable[d.positions[p].rule]) {
+      d.token_set_of[p] = static_cast<int32_t>(d.token_sets.size());
+      d.token_sets.emplace_back();
+    }
+  }
+  return Status::ok_status();
+}
+
+// Sorts every matchable token into accepted / rejected / uncertain at position p.
+void classify_position(const CompiledData& d, uint32_t p, TrieWalker& walker, std::vector<Node>& nodes,
+                       PositionTokens& out) {
+  const VocabIndex& vocab = *d.vocab;
+  StepResult start;
+  start.tops.push_back(Top{p, 0, kMarker, 0});
+  nodes.clear();
+  std::vector<int32_t> accepted;
+  std::vector<int32_t> uncertain;
+  struct AllSorted {
+    int32_t n;
+    struct It {
+      int32_t i;
+      int32_t operator*() const { return i; }
+      It& operator++() {
+        ++i;
+        return *this;
+      }
+      bool operator!=(const It& o) const { return i != o.i; }
+    };
+    It begin() const { return {0}; }
+    It end() const { return {n}; }
+  } all{static_cast<int32_t>(vocab.sorted_tokens().size())};
+  walker.walk(start, all, [&](int32_t idx, const StepResult* end, const StepResult* dead_at) {
+    if (end == nullptr) {
+      if (dead_at->overflow) uncertain.push_back(idx);
+      return;
+    }
+    if (end->overflow) {
+      uncertain.push_back(idx);
+      return;
+    }
+    bool clean = end->clean_end;
+    bool escaped = end->escaped_end;
+    for (const Top& t : end->tops) {
+      if (t.flags & kEscaped) {
+        escaped = true;
+      } else {
+        clean = true;
+        break;
+      }
+    }
+    if (clean) {
+      accepted.push_back(vocab.sorted_tokens()[idx]);
+    } else if (escaped) {
+      uncertain.push_back(idx);
+    }
+  });
+  std::sort(accepted.begin(), accepted.end());
+  const size_t words = bitmask_words(vocab.n_vocab());
+  if (accepted.size() > words) {
+    out.accepted_bits.assign(words, 0);
+    for (int32_t id : accepted) out.accepted_bits[id / 32] |= 1u << (id % 32);
+  } else {
+    out.accepted = std::move(accepted);
+  }
+  out.uncertain = std::move(uncertain);
+}
+
+}  // namespace
+
 Expected<std::shared_ptr<const CompiledGrammar>> compile_grammar(const Grammar& grammar,
                                                                  std::shared_ptr<const VocabIndex> vocab) {
+  const auto t0 = std::chrono::steady_clock::now();
   PAGODA_TRY(grammar.validate());
-  (void)vocab;
-  return unsupported("compile_grammar: not implemented yet");
+  if (!vocab) vocab = VocabIndex::create({}, {});
+  auto d = std::make_unique<CompiledData>();
+  d->grammar = grammar;
+  d->vocab = std::move(vocab);
+  PAGODA_TRY(build_tables(*d));
+
+  std::vector<uint32_t> todo;
+  for (uint32_t p = 0; p < d->positions.size(); ++p) {
+    if (d->token_set_of[p] >= 0) todo.push_back(p);
+  }
+  if (!d->vocab->sorted_tokens().empty()) {
+    // Positions are independent: spread them over threads when there is enough work.
+    const size_t work = todo.size() * d->vocab->sorted_tokens().size();
+    const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
+    const unsigned n_threads = work < (size_t{1} << 20) ? 1u : std::min<unsigned>(hw, 16);
+    std::atomic<size_t> next{0};
+    auto worker = [&]() {
+      std::vector<Node> nodes;
+      TrieWalker walker(*d, nodes, /*lookahead=*/true);
+      for (size_t i; (i = next.fetch_add(1)) < todo.size();) {
+        const uint32_t p = todo[i];
+        classify_position(*d, p, walker, nodes, d->token_sets[d->token_set_of[p]]);
+      }
+    };
+    if (n_threads == 1) {
+      worker();
+    } else {
+      std::vector<std::thread> threads;
+      for (unsigned t = 0; t < n_threads; ++t) threads.emplace_back(worker);
+      for (std::thread& t : threads) t.join();
+    }
+  }
+
+  CompileStats& st = d->stats;
+  st.n_positions = static_cast<int32_t>(todo.size());
+  const int64_t n_matchable = static_cast<int64_t>(d->vocab->sorted_tokens().size());
+  for (const PositionTokens& s : d->token_sets) {
+    int64_t acc = static_cast<int64_t>(s.accepted.size());
+    if (!s.accepted_bits.empty()) {
+      acc = 0;
+      for (uint32_t w : s.accepted_bits) acc += __builtin_popcount(w);
+    }
+    st.n_accepted += acc;
+    st.n_uncertain += static_cast<int64_t>(s.uncertain.size());
+    st.n_rejected += n_matchable - acc - static_cast<int64_t>(s.uncertain.size());
+    st.max_uncertain = std::max<int32_t>(st.max_uncertain, static_cast<int32_t>(s.uncertain.size()));
+  }
+  st.compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  return std::shared_ptr<const CompiledGrammar>(std::make_shared<CompiledGrammar>(std::move(d)));
 }
 
 }  // namespace pagoda::grammar

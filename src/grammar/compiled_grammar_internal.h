@@ -1,16 +1,182 @@
 #pragma once
-// The compiled grammar's data, shared by compiled_grammar.cpp and matcher.cpp.
+// The compiled grammar's tables and the pushdown-automaton stepping both the compiler
+// (to classify tokens per position) and the matcher use.
+//
+// Positions: the grammar's alternatives laid end to end, each element one position and
+// each alternative followed by an end position. A stack is a character-class position
+// on top (with a partial UTF-8 character) over a chain of return positions (Nodes in an
+// arena). Expanding a reference pushes the position after it, unless that position is
+// an alternative's end (so right recursion does not grow the stack).
 
+#include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "grammar/compiled_grammar.h"
+#include "grammar/matcher.h"
 
 namespace pagoda::grammar::detail {
 
+using Node = GrammarMatcher::Node;
+using Top = GrammarMatcher::Top;
+
+enum class PosKind : uint8_t { kClass, kRef, kEnd };
+
+struct Position {
+  PosKind kind;
+  int32_t arg;   // kClass: class index; kRef: the rule referenced; kEnd: unused
+  int32_t rule;  // the rule whose alternative holds this position
+};
+
+// A character class as code point ranges: sorted, disjoint, negation resolved, no
+// surrogates (they are not characters in UTF-8).
+struct CharClassData {
+  std::vector<CharRange> ranges;
+  uint64_t first_byte[4] = {0, 0, 0, 0};  // bytes that can start a character of the class
+  bool contains_any(uint32_t lo, uint32_t hi) const;  // some code point in [lo, hi]
+};
+
+// The tokens a character-class position accepts whatever the stack below it, as a list
+// or (when that is smaller) a bitmask, and the tokens to check at run time.
+struct PositionTokens {
+  std::vector<int32_t> accepted;          // token ids, ascending (when bits is empty)
+  std::vector<uint32_t> accepted_bits;    // bitmask_words(n_vocab) words, or empty
+  std::vector<int32_t> uncertain;         // indices into VocabIndex::sorted_tokens(), ascending
+};
+
+// Parent values below a stack's lowest node.
+constexpr int32_t kBottom = -1;  // the grammar's root: popping it ends the sentence
+constexpr int32_t kMarker = -2;  // compiler only: whatever lies below the classified position
+
+constexpr uint32_t kEscaped = 1;  // Top::flags: the path went below kMarker
+
 struct CompiledData {
-  Grammar grammar;
+  Grammar grammar;  // as given (unproductive alternatives kept: to_gbnf shows the input)
   std::shared_ptr<const VocabIndex> vocab;
   CompileStats stats;
+
+  std::vector<Position> positions;
+  std::vector<CharClassData> classes;
+  std::vector<std::vector<uint32_t>> alt_starts;  // per rule
+  int32_t root = 0;
+  // Compiler only: per rule, the positions that may follow its end anywhere in the
+  // grammar, and whether its end may be the end of the sentence.
+  std::vector<std::vector<uint32_t>> follow;
+  std::vector<char> may_end_sentence;
+
+  std::vector<int32_t> token_set_of;  // per position: index into token_sets, -1 when none
+  std::vector<PositionTokens> token_sets;
 };
+
+// The tops a byte (or a closure) leads to.
+struct StepResult {
+  std::vector<Top> tops;
+  bool can_terminate = false;  // a path popped kBottom
+  bool clean_end = false;      // compiler: a path not escaped popped kMarker
+  bool escaped_end = false;    // compiler: an escaped path could end the sentence
+  bool overflow = false;       // a bound was hit: the result is not to be trusted
+  void clear() {
+    tops.clear();
+    can_terminate = clean_end = escaped_end = overflow = false;
+  }
+};
+
+// Steps stacks over bytes. Not thread safe; one per thread. Nodes go to `nodes`.
+class Stepper {
+ public:
+  Stepper(const CompiledData& g, std::vector<Node>& nodes, bool lookahead)
+      : g_(g), nodes_(nodes), lookahead_(lookahead) {}
+
+  // The tops reached from the start of the root rule.
+  void initial(StepResult& out);
+  // The tops after `byte` from `in` (which must not alias out.tops).
+  void step(const std::vector<Top>& in, uint8_t byte, StepResult& out);
+  // Adds the tops reachable from position `pos` with `parent` below (out not cleared).
+  void closure(uint32_t pos, int32_t parent, uint32_t flags, StepResult& out);
+  // Sorts tops by position and removes stacks equal to another.
+  void dedupe(std::vector<Top>& tops) const;
+
+ private:
+  bool visit(uint64_t key);  // false when already visited in this step
+  int32_t push_node(uint32_t pos, int32_t parent);
+  bool same_stack(int32_t a, int32_t b) const;
+  uint64_t top_hash(const Top& t) const;
+
+  const CompiledData& g_;
+  std::vector<Node>& nodes_;
+  bool lookahead_;
+  int32_t budget_ = 0;
+  struct Work {
+    uint32_t pos;
+    int32_t parent;
+    uint32_t flags;
+  };
+  std::vector<Work> work_;
+  std::vector<uint64_t> visited_;
+  std::vector<uint32_t> visited_gen_;
+  uint32_t gen_ = 0;
+  size_t visited_count_ = 0;
+};
+
+// Walks `candidates` (ascending indices into the vocabulary's sorted tokens) from the
+// tops `start`, sharing the work on common prefixes, and calls
+// on_token(sorted_index, const StepResult* end) with the state after the token's last
+// byte (nullptr when a byte before that had no stack left).
+class TrieWalker {
+ public:
+  TrieWalker(const CompiledData& g, std::vector<Node>& nodes, bool lookahead)
+      : g_(g), nodes_(nodes), stepper_(g, nodes, lookahead) {}
+
+  template <typename Candidates, typename OnToken>
+  void walk(const StepResult& start, const Candidates& candidates, OnToken&& on_token);
+
+ private:
+  const CompiledData& g_;
+  std::vector<Node>& nodes_;
+  Stepper stepper_;
+  std::vector<StepResult> depth_;  // depth_[d]: after the first d bytes of the current token
+  std::vector<size_t> mark_;       // nodes_.size() when depth_[d] was made
+};
+
+template <typename Candidates, typename OnToken>
+void TrieWalker::walk(const StepResult& start, const Candidates& candidates, OnToken&& on_token) {
+  const VocabIndex& vocab = *g_.vocab;
+  const size_t max_len = static_cast<size_t>(vocab.max_token_length());
+  if (depth_.size() < max_len + 1) depth_.resize(max_len + 1);
+  mark_.assign(max_len + 1, 0);
+  depth_[0].clear();
+  depth_[0].tops = start.tops;
+  depth_[0].can_terminate = start.can_terminate;
+  mark_[0] = nodes_.size();
+  std::string_view prev;
+  size_t computed = 0;  // depth_[0..computed] hold prev's prefixes
+  bool any = false;
+  for (const int32_t idx : candidates) {
+    const std::string_view t = vocab.sorted_bytes(idx);
+    size_t l = 0;
+    if (any) {
+      const size_t lim = std::min({prev.size(), t.size(), computed});
+      while (l < lim && prev[l] == t[l]) ++l;
+    }
+    any = true;
+    size_t d = l;
+    nodes_.resize(mark_[d]);
+    bool dead = false;
+    while (d < t.size()) {
+      if (depth_[d].tops.empty() || depth_[d].overflow) {
+        dead = true;
+        break;
+      }
+      StepResult& next = depth_[d + 1];
+      stepper_.step(depth_[d].tops, static_cast<uint8_t>(t[d]), next);
+      ++d;
+      mark_[d] = nodes_.size();
+    }
+    computed = d;
+    prev = t;
+    on_token(idx, dead ? static_cast<const StepResult*>(nullptr) : &depth_[t.size()], dead ? &depth_[d] : nullptr);
+  }
+  nodes_.resize(mark_[0]);
+}
 
 }  // namespace pagoda::grammar::detail

@@ -87,6 +87,16 @@ int32_t Grammar::find_rule(std::string_view name) const {
   return it == by_name_.end() ? -1 : it->second;
 }
 
+bool Grammar::rename_rule(int32_t rule, std::string name) {
+  if (!is_valid_rule_name(name)) return false;
+  auto it = by_name_.find(name);
+  if (it != by_name_.end()) return it->second == rule;
+  by_name_.erase(rules_[rule].name);
+  by_name_.emplace(name, rule);
+  rules_[rule].name = std::move(name);
+  return true;
+}
+
 void Grammar::add_alternative(int32_t rule, Sequence sequence) { rules_[rule].alternatives.push_back(std::move(sequence)); }
 
 Sequence Grammar::literal_sequence(std::string_view text) {

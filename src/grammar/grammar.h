@@ -90,6 +90,8 @@ class Grammar {
   int32_t add_helper_rule(std::string_view base);
   std::string unique_rule_name(std::string_view base) const;
   int32_t find_rule(std::string_view name) const;  // -1 when there is none
+  // false when the name is invalid or taken by another rule.
+  bool rename_rule(int32_t rule, std::string name);
   void add_alternative(int32_t rule, Sequence sequence);
 
   // Appends to `out` the elements that match `body` (a choice among the sequences)

@@ -61,8 +61,9 @@ uint64_t power_of_ten(size_t exponent) {
   return value;
 }
 
-// Magnitudes in [low, high] (high missing: unbounded) written without leading zeros.
-std::string magnitude_range(uint64_t low, std::optional<uint64_t> high) {
+// Magnitudes in [low, high] (high missing: unbounded) written without leading zeros,
+// as alternatives (one per length).
+std::vector<std::string> magnitude_parts(uint64_t low, std::optional<uint64_t> high) {
   const size_t low_length = std::to_string(low).size();
   const size_t high_length = high ? std::to_string(*high).size() : low_length;
   std::vector<std::string> parts;
@@ -73,7 +74,11 @@ std::string magnitude_range(uint64_t low, std::optional<uint64_t> high) {
     parts.push_back(same_length_range(std::to_string(first), std::to_string(last)));
   }
   if (!high) parts.push_back(join("[1-9]", join(any_digits(low_length), "[0-9]*")));
-  return alternatives(parts);
+  return parts;
+}
+
+std::string magnitude_range(uint64_t low, std::optional<uint64_t> high) {
+  return alternatives(magnitude_parts(low, high));
 }
 
 uint64_t magnitude(int64_t value) {
@@ -126,8 +131,9 @@ std::string integer_range_gbnf(std::optional<int64_t> min, std::optional<int64_t
   std::vector<std::string> parts;
   if (!max || *max >= 0) {
     const uint64_t low = (min && *min > 0) ? static_cast<uint64_t>(*min) : 0;
-    parts.push_back(magnitude_range(
-        low, max ? std::optional<uint64_t>(static_cast<uint64_t>(*max)) : std::nullopt));
+    std::optional<uint64_t> high;
+    if (max) high = static_cast<uint64_t>(*max);
+    parts = magnitude_parts(low, high);
   }
   if (!min || *min < 0) {
     const uint64_t low = (max && *max < 0) ? magnitude(*max) : 1;

@@ -70,6 +70,7 @@ class GrammarMatcher {
   struct Node {  // one frame below a stack's top: a return position and the frame below
     uint32_t pos;
     int32_t parent;  // -1: the bottom
+    uint32_t depth;  // frames from here down
     uint64_t hash;   // of the positions from here down, for finding equal stacks
   };
   struct Top {  // a stack: a character-class position (with a partial UTF-8 character)
@@ -89,6 +90,9 @@ class GrammarMatcher {
   State state_;
   std::vector<State> history_;  // states before each of the last accepted tokens
   mutable std::vector<Node> nodes_;  // the stacks' frames (appended; compacted now and then)
+  size_t live_nodes_ = 0;            // nodes_ in use after the last compaction
+
+  void compact_nodes();
 };
 
 }  // namespace pagoda::grammar

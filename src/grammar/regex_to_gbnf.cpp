@@ -140,7 +140,8 @@ class RegexEmitter {
     if (parts.empty()) return std::string("\"\"");
     std::string out;
     for (size_t i = 0; i < parts.size(); ++i) out += (i ? " " : "") + parts[i];
-    const bool compound = parts.size() > 1 || node.children.back().kind == RegexNode::Kind::kRepeat;
+    // A literal of several characters is wrapped too: "ab"* is not read alike everywhere.
+    const bool compound = node.children.size() > 1 || node.children.back().kind == RegexNode::Kind::kRepeat;
     return (atomic && compound) ? "(" + out + ")" : out;
   }
 

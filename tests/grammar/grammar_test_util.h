@@ -1,0 +1,71 @@
+#pragma once
+// Helpers of the grammar engine's tests: compile GBNF text, and the brute-force token
+// mask (every token tried on a copy of the matcher) the fast mask must equal.
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "grammar/compiled_grammar.h"
+#include "grammar/gbnf.h"
+#include "grammar/matcher.h"
+#include "grammar/vocab_index.h"
+
+namespace pagoda::grammar::testing {
+
+inline std::shared_ptr<const CompiledGrammar> compile_gbnf(const std::string& text,
+                                                           std::shared_ptr<const VocabIndex> vocab = nullptr) {
+  auto g = parse_gbnf(text);
+  EXPECT_TRUE(g.ok()) << g.status().message();
+  if (!g.ok()) return nullptr;
+  if (!vocab) vocab = VocabIndex::create({}, {});
+  auto c = compile_grammar(*g, vocab);
+  EXPECT_TRUE(c.ok()) << c.status().message();
+  return c.ok() ? *c : nullptr;
+}
+
+// true when the whole text is accepted (in one call) from a fresh matcher.
+inline bool accepts(const std::shared_ptr<const CompiledGrammar>& g, std::string_view text) {
+  GrammarMatcher m(g);
+  return m.accept_bytes(text);
+}
+// true when the text is a complete sentence.
+inline bool matches(const std::shared_ptr<const CompiledGrammar>& g, std::string_view text) {
+  GrammarMatcher m(g);
+  return m.accept_bytes(text) && m.can_terminate();
+}
+
+inline std::vector<uint32_t> fast_mask(const GrammarMatcher& m) {
+  std::vector<uint32_t> mask(bitmask_words(m.grammar().vocab().n_vocab()), 0xDEADBEEFu);
+  m.fill_next_token_bitmask(mask);
+  return mask;
+}
+
+inline std::vector<uint32_t> brute_force_mask(const GrammarMatcher& m) {
+  const int32_t n = m.grammar().vocab().n_vocab();
+  std::vector<uint32_t> mask(bitmask_words(n), 0);
+  for (int32_t id = 0; id < n; ++id) {
+    GrammarMatcher copy = m;
+    if (copy.accept_token(id)) mask[id / 32] |= 1u << (id % 32);
+  }
+  return mask;
+}
+
+inline std::string describe_mask_diff(const GrammarMatcher& m, const std::vector<uint32_t>& fast,
+                                      const std::vector<uint32_t>& brute) {
+  std::string out;
+  const VocabIndex& v = m.grammar().vocab();
+  for (int32_t id = 0; id < v.n_vocab(); ++id) {
+    const bool f = (fast[id / 32] >> (id % 32)) & 1;
+    const bool b = (brute[id / 32] >> (id % 32)) & 1;
+    if (f != b) {
+      out += "token " + std::to_string(id) + " '" + std::string(v.token_bytes(id)) + "': fast " + (f ? "1" : "0") +
+             " brute " + (b ? "1" : "0") + "\n";
+    }
+  }
+  return out;
+}
+
+}  // namespace pagoda::grammar::testing
