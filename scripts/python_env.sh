@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Creates or updates the Python virtual environment at .venv/ (repository root) with the
 # PyPI packages the tests and tools use: jinja2 renders chat templates the way Hugging
-# Face transformers does (the reference the chat template tests compare against), and
-# the official openai client drives the server's end-to-end tests.
+# Face transformers does (the reference the chat template tests compare against); the
+# official openai client drives the server's end-to-end tests, and jsonschema checks the
+# structured outputs and tool-call arguments they return.
 # Idempotent: when .venv/ already holds the pinned versions it returns at once.
 #   scripts/python_env.sh
 set -euo pipefail
@@ -12,6 +13,7 @@ requirements=(
   "jinja2==3.1.6"
   "markupsafe==3.0.3"
   "openai==3.22.1"
+  "jsonschema==4.26.0"
 )
 
 venv=.venv

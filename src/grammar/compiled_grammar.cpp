@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <thread>
 
 #include "grammar/compiled_grammar_internal.h"
@@ -102,19 +103,147 @@ std::vector<char> productive_rules(const Grammar& g) {
   return productive;
 }
 
+// Rules on a cycle of references (Tarjan's strongly connected components).
+std::vector<char> recursive_rules(const std::vector<std::vector<Sequence>>& alts) {
+  const int32_t n = static_cast<int32_t>(alts.size());
+  std::vector<char> recursive(n, 0);
+  std::vector<int32_t> index(n, -1), low(n, 0), stack;
+  std::vector<char> on_stack(n, 0);
+  int32_t counter = 0;
+  // Iterative DFS: frames of (rule, next alternative, next element).
+  struct Frame {
+    int32_t r;
+    size_t a;
+    size_t e;
+  };
+  for (int32_t s = 0; s < n; ++s) {
+    if (index[s] >= 0) continue;
+    std::vector<Frame> dfs{{s, 0, 0}};
+    index[s] = low[s] = counter++;
+    stack.push_back(s);
+    on_stack[s] = 1;
+    while (!dfs.empty()) {
+      Frame& f = dfs.back();
+      const std::vector<Sequence>& ra = alts[f.r];
+      if (f.a < ra.size()) {
+        if (f.e >= ra[f.a].size()) {
+          ++f.a;
+          f.e = 0;
+          continue;
+        }
+        const Element& el = ra[f.a][f.e++];
+        if (!el.is_rule_ref()) continue;
+        const int32_t t = el.rule;
+        if (t == f.r) recursive[t] = 1;
+        if (index[t] < 0) {
+          index[t] = low[t] = counter++;
+          stack.push_back(t);
+          on_stack[t] = 1;
+          dfs.push_back({t, 0, 0});
+        } else if (on_stack[t]) {
+          low[f.r] = std::min(low[f.r], index[t]);
+        }
+        continue;
+      }
+      const int32_t r = f.r;
+      dfs.pop_back();
+      if (!dfs.empty()) low[dfs.back().r] = std::min(low[dfs.back().r], low[r]);
+      if (low[r] == index[r]) {
+        std::vector<int32_t> scc;
+        int32_t x;
+        do {
+          x = stack.back();
+          stack.pop_back();
+          on_stack[x] = 0;
+          scc.push_back(x);
+        } while (x != r);
+        if (scc.size() > 1) {
+          for (int32_t y : scc) recursive[y] = 1;
+        }
+      }
+    }
+  }
+  return recursive;
+}
+
+// Inlines references to small rules that are not recursive, so that runs of characters
+// stay inside one rule (fewer tokens cross a rule's end, fewer uncertain tokens). The
+// language is unchanged.
+void inline_small_rules(std::vector<std::vector<Sequence>>& alts, int32_t root) {
+  constexpr size_t kMaxInlineAlternatives = 8;   // of a rule to inline
+  constexpr size_t kMaxInlineLength = 32;        // elements of each of its alternatives
+  constexpr size_t kMaxAlternatives = 32;        // of a rule after inlining into it
+  constexpr size_t kMaxElements = 1024;          // of a rule after inlining into it
+  const int32_t n = static_cast<int32_t>(alts.size());
+  const std::vector<char> recursive = recursive_rules(alts);
+  std::vector<char> small(n, 0);
+  for (int32_t r = 0; r < n; ++r) {
+    if (recursive[r] || r == root || alts[r].empty() || alts[r].size() > kMaxInlineAlternatives) continue;
+    bool ok = true;
+    for (const Sequence& a : alts[r]) ok = ok && a.size() <= kMaxInlineLength;
+    small[r] = ok;
+  }
+  std::vector<char> done(n, 0);
+  std::function<void(int32_t)> expand = [&](int32_t r) {
+    if (done[r]) return;
+    done[r] = 1;
+    std::vector<Sequence> out;
+    for (const Sequence& alt : alts[r]) {
+      std::vector<Sequence> partial{Sequence{}};
+      for (const Element& e : alt) {
+        bool inlined = false;
+        if (e.is_rule_ref() && small[e.rule] && e.rule != r) {
+          expand(e.rule);
+          const std::vector<Sequence>& body = alts[e.rule];
+          size_t total = 0;
+          for (const Sequence& p : partial) total += p.size();
+          size_t body_len = 0;
+          for (const Sequence& b : body) body_len += b.size();
+          const size_t grown = out.size() + partial.size() * body.size();
+          if (grown <= kMaxAlternatives && total * body.size() + partial.size() * body_len <= kMaxElements) {
+            std::vector<Sequence> next;
+            for (const Sequence& p : partial) {
+              for (const Sequence& b : body) {
+                Sequence s = p;
+                s.insert(s.end(), b.begin(), b.end());
+                next.push_back(std::move(s));
+              }
+            }
+            partial = std::move(next);
+            inlined = true;
+          }
+        }
+        if (!inlined) {
+          for (Sequence& p : partial) p.push_back(e);
+        }
+      }
+      for (Sequence& p : partial) out.push_back(std::move(p));
+    }
+    alts[r] = std::move(out);
+  };
+  for (int32_t r = 0; r < n; ++r) expand(r);
+}
+
 Status build_tables(CompiledData& d) {
   const Grammar& g = d.grammar;
   const int32_t n_rules = g.n_rules();
   const std::vector<char> productive = productive_rules(g);
   d.root = g.root();
   d.alt_starts.assign(n_rules, {});
+  // The alternatives that can complete (one needing an unproductive rule never does).
+  std::vector<std::vector<Sequence>> rule_alts(n_rules);
+  for (int32_t r = 0; r < n_rules; ++r) {
+    for (const Sequence& alt : g.rule(r).alternatives) {
+      bool usable = true;
+      for (const Element& e : alt) usable = usable && (!e.is_rule_ref() || productive[e.rule]);
+      if (usable) rule_alts[r].push_back(alt);
+    }
+  }
+  inline_small_rules(rule_alts, d.root);
   std::vector<std::pair<std::vector<CharRange>, int32_t>> class_index;  // for sharing equal classes
   std::vector<std::vector<uint32_t>> refs_to(n_rules);  // ref positions per referenced rule
   for (int32_t r = 0; r < n_rules; ++r) {
-    for (const Sequence& alt : g.rule(r).alternatives) {
-      bool usable = true;  // an alternative that needs an unproductive rule can never complete
-      for (const Element& e : alt) usable = usable && (!e.is_rule_ref() || productive[e.rule]);
-      if (!usable) continue;
+    for (const Sequence& alt : rule_alts[r]) {
       d.alt_starts[r].push_back(static_cast<uint32_t>(d.positions.size()));
       for (const Element& e : alt) {
         if (e.is_rule_ref()) {

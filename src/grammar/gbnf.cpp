@@ -52,6 +52,9 @@ class GbnfParser {
         const size_t q2 = m.find('\'', q + 1);
         const int32_t r = q2 == std::string::npos ? -1 : grammar_.find_rule(m.substr(q + 1, q2 - q - 1));
         if (r >= 0) where = info_[r].defined_at;
+        if (r >= 0 && info_[r].helper && m.rfind("left recursion", 0) == 0) {
+          return error({where, m + "; here a repetition repeats something that can match the empty string"});
+        }
       }
       return error({where, m});
     }
@@ -218,8 +221,14 @@ class GbnfParser {
         }
         ++pos_;
         atom_start = seq.size();
+        const size_t after = pos_;
+        skip_space(nested);
+        const char next = peek();
+        pos_ = after;
         if (alts.size() == 1) {
           seq.insert(seq.end(), alts[0].begin(), alts[0].end());
+        } else if (next == '*' || next == '+' || next == '?' || next == '{') {
+          // The repetition makes its own helper rules from the alternatives.
         } else {
           const int32_t g = grammar_.add_helper_rule(base);
           note_new_helpers(start);
@@ -415,8 +424,32 @@ Expected<Grammar> parse_gbnf(std::string_view text, std::string_view root_rule) 
 }
 
 std::string to_gbnf(const Grammar& grammar) {
+  // Rules in the order parse_gbnf numbers them when it reads the text back (the root,
+  // then breadth first by first reference), so that printing is a fixed point.
+  const int32_t n = grammar.n_rules();
+  std::vector<int32_t> order;
+  std::vector<char> seen(n, 0);
+  auto add = [&](int32_t r) {
+    if (r >= 0 && r < n && !seen[r]) {
+      seen[r] = 1;
+      order.push_back(r);
+    }
+  };
+  add(grammar.root());
+  for (int32_t next_unseen = 0; order.size() < static_cast<size_t>(n);) {
+    for (size_t i = 0; i < order.size(); ++i) {
+      for (const Sequence& alt : grammar.rule(order[i]).alternatives) {
+        for (const Element& e : alt) {
+          if (e.is_rule_ref()) add(e.rule);
+        }
+      }
+    }
+    while (next_unseen < n && seen[next_unseen]) ++next_unseen;
+    if (next_unseen < n) add(next_unseen);
+  }
   std::string out;
-  for (const Rule& rule : grammar.rules()) {
+  for (int32_t r : order) {
+    const Rule& rule = grammar.rule(r);
     out += rule.name;
     out += " ::=";
     if (rule.alternatives.empty()) out += " [] ";  // matches nothing

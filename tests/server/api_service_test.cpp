@@ -231,6 +231,71 @@ std::vector<std::string> sse_payloads(const std::string& body) {
   return payloads;
 }
 
+TEST_F(ApiServiceTest, FormatsAndToolsThatDoNotCompileAre400sNamingTheField) {
+  serve();
+  const nlohmann::json messages = {{{"role", "user"}, {"content", "Hi"}}};
+  const TestResponse schema = post(
+      "/v1/chat/completions",
+      {{"messages", messages},
+       {"response_format",
+        {{"type", "json_schema"},
+         {"json_schema",
+          {{"name", "x"}, {"schema", {{"type", "object"}, {"patternProperties", {}}}}}}}}});
+  ASSERT_EQ(schema.status, 400) << schema.body;
+  EXPECT_EQ(error_of(schema)["param"], "response_format.json_schema.schema");
+  const TestResponse gbnf = post("/v1/completions", {{"prompt", "Once"},
+                                                     {"guided_grammar", "root ::= nowhere"}});
+  ASSERT_EQ(gbnf.status, 400) << gbnf.body;
+  EXPECT_EQ(error_of(gbnf)["param"], "guided_grammar");
+  const std::string message = error_of(gbnf)["message"];
+  EXPECT_TRUE(message.starts_with("Invalid 'guided_grammar': the grammar is not valid: line 1"))
+      << message;
+  const nlohmann::json bad_tool = {
+      {"type", "function"},
+      {"function", {{"name", "f"}, {"parameters", {{"type", "object"}, {"not", {}}}}}}};
+  const TestResponse tool =
+      post("/v1/chat/completions", {{"messages", messages},
+                                    {"tools", nlohmann::json::array({bad_tool})},
+                                    {"tool_choice", "required"}});
+  ASSERT_EQ(tool.status, 400) << tool.body;
+  EXPECT_EQ(error_of(tool)["param"], "tools[0].function.parameters");
+}
+
+TEST_F(ApiServiceTest, ConstrainedRequestsRunWholeAndStreamed) {
+  serve();
+  const TestResponse choice = post("/v1/completions", {{"prompt", "Once upon a time"},
+                                                       {"max_tokens", 4},
+                                                       {"guided_choice", {"yes", "no"}}});
+  ASSERT_EQ(choice.status, 200) << choice.body;
+  const nlohmann::json tool = {
+      {"type", "function"},
+      {"function",
+       {{"name", "get_weather"},
+        {"parameters",
+         {{"type", "object"},
+          {"properties", {{"city", {{"type", "string"}}}}},
+          {"required", {"city"}}}}}}};
+  const nlohmann::json body = {{"messages", {{{"role", "user"}, {"content", "Weather?"}}}},
+                               {"tools", nlohmann::json::array({tool})},
+                               {"max_tokens", 8}};
+  const TestResponse whole = post("/v1/chat/completions", body);
+  ASSERT_EQ(whole.status, 200) << whole.body;
+  const nlohmann::json answer = nlohmann::json::parse(whole.body)["choices"][0];
+  EXPECT_EQ(answer["message"]["role"], "assistant");
+  const std::string finish = answer["finish_reason"];
+  EXPECT_TRUE(finish == "stop" || finish == "length" || finish == "tool_calls") << finish;
+  EXPECT_EQ(answer["message"].contains("tool_calls"), finish == "tool_calls") << whole.body;
+  nlohmann::json streamed_body = body;
+  streamed_body["stream"] = true;
+  const TestResponse streamed = post("/v1/chat/completions", streamed_body);
+  ASSERT_EQ(streamed.status, 200);
+  const std::vector<std::string> payloads = sse_payloads(streamed.body);
+  ASSERT_GE(payloads.size(), 3u);
+  EXPECT_EQ(payloads.back(), "[DONE]");
+  const nlohmann::json last = nlohmann::json::parse(payloads[payloads.size() - 2]);
+  EXPECT_FALSE(last["choices"][0]["finish_reason"].is_null()) << payloads[payloads.size() - 2];
+}
+
 TEST_F(ApiServiceTest, StreamedChoicesCarryTheirIndexAndEndWithDone) {
   serve();
   const TestResponse response =

@@ -286,7 +286,7 @@ TEST(OpenAIRequest, VllmExtensionsAreChecked) {
 }
 
 TEST(OpenAIRequest, UnknownFieldsAreIgnored) {
-  auto request = Chat(R"("tools": [{"type": "function"}], "response_format": {"type": "text"},
+  auto request = Chat(R"("functions": [{"type": "function"}], "store": true,
       "x-custom": [[[1]]], "metadata": null)");
   EXPECT_TRUE(request.ok()) << request.error().message;
 }

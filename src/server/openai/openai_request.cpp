@@ -82,6 +82,12 @@ ApiResult<ChatCompletionRequest> parse_chat_completion_request(std::string_view 
     request.chat_template_kwargs = *kwargs;
   }
   if (!reader.ok()) return reader.take_error();
+  ApiResult<OutputFormat> format = read_output_format(*document);
+  if (!format.ok()) return std::move(format).error();
+  request.format = std::move(format).value();
+  ApiResult<ToolsRequest> tools = read_tools(*document);
+  if (!tools.ok()) return std::move(tools).error();
+  request.tools = std::move(tools).value();
   if (auto error = finish_options(options, n_vocab)) return std::move(*error);
   return request;
 }
@@ -99,6 +105,9 @@ ApiResult<CompletionRequest> parse_completion_request(std::string_view body, int
   read_shared_options(reader, n_vocab, options, request.model);
   read_completion_logprobs(reader, n_vocab, options);
   if (!reader.ok()) return reader.take_error();
+  ApiResult<OutputFormat> format = read_output_format(*document);
+  if (!format.ok()) return std::move(format).error();
+  request.format = std::move(format).value();
   if (auto error = finish_options(options, n_vocab)) return std::move(*error);
   return request;
 }

@@ -9,6 +9,15 @@
 //   max_tokens, max_completion_tokens >= 1 (chat: max_completion_tokens wins)
 //   top_k (-1 or 0 = off), min_p [0, 1], repetition_penalty > 0, ignore_eos
 //   stream, stream_options.include_usage (stream_options only with stream = true)
+//   output format, at most one of (a second is a 400 naming it):
+//     response_format {"type": "text" | "json_object" | "json_schema", "json_schema":
+//       {"name", "schema", "strict", "description"}}, vLLM's guided_json (a schema),
+//     guided_regex, guided_choice (non-empty strings), guided_grammar (GBNF), and
+//     llama-server's grammar (GBNF) and json_schema
+//   chat only: tools [{"type": "function", "function": {"name", "description",
+//     "parameters", "strict"}}] (names ^[a-zA-Z0-9_-]{1,64}$, unique), tool_choice
+//     "none" | "auto" | "required" | {"type": "function", "function": {"name"}},
+//     parallel_tool_calls (default true)
 // A field that is absent or null takes its default. Unknown fields are ignored. A field
 // of the wrong type or out of range is a 400 whose `param` names it, with OpenAI's
 // message and code ("Invalid 'temperature': decimal above maximum value. Expected a value
@@ -59,6 +68,62 @@ struct GenerationOptions {
   std::string user;
 };
 
+// How the output is constrained (see docs in the header's top comment). `param` is the
+// request field it came from, which names it in the errors of the grammar converters
+// ("response_format.json_schema.schema", "guided_json", "guided_grammar", ...).
+struct TextFormat {};                  // free text: no constraint
+struct JsonObjectFormat {              // any JSON object (response_format json_object)
+  std::string param;
+};
+struct JsonSchemaFormat {              // JSON matching `schema`
+  Json schema;                         // an object, or true (any JSON value)
+  std::string name;                    // response_format.json_schema.name ("" otherwise)
+  std::string description;
+  bool strict = false;
+  std::string param;
+};
+struct RegexFormat {                   // text matching a regular expression
+  std::string pattern;
+  std::string param;
+};
+struct ChoiceFormat {                  // exactly one of the strings
+  std::vector<std::string> choices;    // >= 1, each non-empty
+  std::string param;
+};
+struct GrammarFormat {                 // a sentence of a GBNF grammar (root rule "root")
+  std::string gbnf;
+  std::string param;
+};
+using OutputFormat = std::variant<TextFormat, JsonObjectFormat, JsonSchemaFormat, RegexFormat,
+                                  ChoiceFormat, GrammarFormat>;
+
+// One function the model may call (tools[i].function).
+struct ToolFunction {
+  std::string name;         // ^[a-zA-Z0-9_-]{1,64}$, unique in the request
+  std::string description;  // "" when absent
+  Json parameters;          // a JSON Schema object; {"type":"object","properties":{}} when absent
+  bool strict = false;
+};
+
+enum class ToolChoice {
+  kNone,      // no call: the tools are shown to the model (the template), never called
+  kAuto,      // text, or calls
+  kRequired,  // one call or more
+  kFunction,  // one call of ToolsRequest::forced_function
+};
+
+struct ToolsRequest {
+  std::vector<ToolFunction> functions;  // tools[i].function, in the client's order
+  Json tools = Json::array();  // the client's list, as chat templates take it (`tools`)
+  ToolChoice choice = ToolChoice::kNone;  // default: kAuto with tools, kNone without
+  std::string forced_function;            // kFunction: the function's name
+  bool parallel_tool_calls = true;
+
+  bool empty() const { return functions.empty(); }
+  // Whether the model's output may hold calls (to parse and constrain).
+  bool may_call() const { return !functions.empty() && choice != ToolChoice::kNone; }
+};
+
 struct ChatCompletionRequest {
   std::string model;  // empty when the client named none
   // A non-empty array of message objects, the client's keys in the client's order, with
@@ -69,6 +134,8 @@ struct ChatCompletionRequest {
   GenerationOptions options;
   bool add_generation_prompt = true;
   Json chat_template_kwargs = Json::object();  // extra template variables (an object)
+  OutputFormat format;                         // TextFormat unless asked
+  ToolsRequest tools;
 };
 
 // One prompt: text, or token ids already checked against the vocabulary.
@@ -78,6 +145,7 @@ struct CompletionRequest {
   std::string model;
   std::vector<PromptInput> prompts;  // >= 1; choice i*n + j is completion j of prompt i
   GenerationOptions options;
+  OutputFormat format;  // TextFormat unless asked
 };
 
 // n_vocab bounds token ids in prompts and logit_bias keys (and top_logprobs).

@@ -31,6 +31,14 @@ std::optional<ApiError> check_sampling(const GenerationOptions& options, int32_t
 // know system prompts, not developer ones). Errors name the field ("messages[2].role").
 std::optional<ApiError> normalize_messages(Json& messages, const std::string& param = "messages");
 
+// The output format fields (response_format, guided_*, grammar, json_schema): at most
+// one; errors name the field ("response_format.json_schema.schema").
+ApiResult<OutputFormat> read_output_format(const Json& document);
+
+// tools, tool_choice, parallel_tool_calls (chat). Errors name the field
+// ("tools[1].function.name", "tool_choice").
+ApiResult<ToolsRequest> read_tools(const Json& document);
+
 // prompt: a string, a list of strings, a list of token ids, or a list of lists of ids.
 ApiResult<std::vector<PromptInput>> read_prompts(const Json* prompt, int32_t n_vocab);
 

@@ -17,7 +17,25 @@ Json finish_reason_json(std::string_view reason) {
 Json chat_choice_json(const ResponseContext& context, const CompletionChoiceResult& choice) {
   Json message = Json::object();
   message["role"] = "assistant";
-  message["content"] = choice.text;
+  if (choice.tool_calls.empty() || !choice.text.empty()) {
+    message["content"] = choice.text;
+  } else {
+    message["content"] = nullptr;
+  }
+  if (!choice.tool_calls.empty()) {
+    Json calls = Json::array();
+    for (const ToolCallResult& call : choice.tool_calls) {
+      Json function = Json::object();
+      function["name"] = call.name;
+      function["arguments"] = call.arguments;
+      Json entry = Json::object();
+      entry["id"] = call.id;
+      entry["type"] = "function";
+      entry["function"] = std::move(function);
+      calls.push_back(std::move(entry));
+    }
+    message["tool_calls"] = std::move(calls);
+  }
   Json result = Json::object();
   result["index"] = choice.index;
   result["message"] = std::move(message);

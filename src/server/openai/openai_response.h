@@ -21,7 +21,13 @@
 // Chat logprobs: {"content":[{"token":"Hi","logprob":-0.1,"bytes":[72,105],
 //                             "top_logprobs":[{"token":..,"logprob":..,"bytes":[..]}]}]}.
 //
-// finish_reason is "stop", "length", or "abort" for a request ended from outside (the
+// Tool calls (chat): message {"role":"assistant","content":null,"tool_calls":[{"id":"call_..",
+// "type":"function","function":{"name":"f","arguments":"{\"a\": 1}"}}]} (content null when
+// the answer is only calls), finish_reason "tool_calls". Streamed, a call comes as
+// delta {"tool_calls":[{"index":0,"id":"call_..","type":"function","function":{"name":"f",
+// "arguments":""}}]} and then deltas {"tool_calls":[{"index":0,"function":{"arguments":".."}}]}.
+//
+// finish_reason is "stop", "length", "tool_calls", or "abort" for a request ended from outside (the
 // client left, the server shut down, the engine failed it), as vLLM sends it.
 // Log-probabilities of -inf are written as -9999.0 (JSON has no infinity; vLLM's value).
 // Text that is not valid UTF-8 (a token that is part of a character) is written with
@@ -51,6 +57,22 @@ struct ResponseContext {
   TokenText token_text;        // needed only when `logprobs`
 };
 
+// One function call the model made (OpenAI's message.tool_calls[i]).
+struct ToolCallResult {
+  std::string id;         // "call_<24 letters and digits>"
+  std::string name;       // function.name
+  std::string arguments;  // function.arguments: JSON text
+};
+
+// One piece of a streamed call (delta.tool_calls[0]). The first piece of a call has its
+// id and name (and arguments ""); later pieces have only arguments.
+struct ToolCallChunk {
+  int call_index = 0;  // the call's place in the choice's calls
+  std::string id;      // first piece only ("" otherwise)
+  std::string name;    // first piece only
+  std::string arguments;
+};
+
 // The outcome of one choice.
 struct CompletionChoiceResult {
   int index = 0;
@@ -59,6 +81,8 @@ struct CompletionChoiceResult {
   std::string finish_reason;  // "stop" | "length" | "abort"
   std::vector<engine::TokenLogprobs> logprobs;  // one per generated token, when asked
   std::vector<int32_t> tokens;                  // the generated token ids
+  // chat: the calls the model made; with calls, an empty `text` is written as null.
+  std::vector<ToolCallResult> tool_calls;
 };
 
 struct Usage {
@@ -83,6 +107,8 @@ std::string completion_body(const ResponseContext& context,
 std::string chat_role_chunk(const ResponseContext& context, int index);
 std::string chat_content_chunk(const ResponseContext& context, int index, std::string_view text,
                                std::span<const engine::TokenLogprobs> logprobs = {});
+std::string chat_tool_call_chunk(const ResponseContext& context, int index,
+                                 const ToolCallChunk& call);
 std::string chat_finish_chunk(const ResponseContext& context, int index,
                               std::string_view finish_reason);
 std::string chat_usage_chunk(const ResponseContext& context, const Usage& usage);

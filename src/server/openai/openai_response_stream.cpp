@@ -69,6 +69,25 @@ std::string chat_content_chunk(const ResponseContext& context, int index, std::s
                chat_choice(index, std::move(delta), std::move(logprobs_json), {}));
 }
 
+std::string chat_tool_call_chunk(const ResponseContext& context, int index,
+                                 const ToolCallChunk& call) {
+  Json function = Json::object();
+  if (!call.id.empty()) function["name"] = call.name;
+  function["arguments"] = call.arguments;
+  Json entry = Json::object();
+  entry["index"] = call.call_index;
+  if (!call.id.empty()) {
+    entry["id"] = call.id;
+    entry["type"] = "function";
+  }
+  entry["function"] = std::move(function);
+  Json calls = Json::array();
+  calls.push_back(std::move(entry));
+  Json delta = Json::object();
+  delta["tool_calls"] = std::move(calls);
+  return chunk(context, kChatChunk, chat_choice(index, std::move(delta), nullptr, {}));
+}
+
 std::string chat_finish_chunk(const ResponseContext& context, int index,
                               std::string_view finish_reason) {
   return chunk(context, kChatChunk, chat_choice(index, Json::object(), nullptr, finish_reason));

@@ -44,6 +44,8 @@ ApiService::ApiService(engine::Engine& engine, const tokenizer::Tokenizer& token
       options_(std::move(options)),
       metrics_(metrics),
       prompts_(tokenizer, std::move(chat_template)),
+      grammars_(options_.grammar_vocab, options_.grammar_cache_size,
+                [&tokenizer] { return grammar_vocab_from_tokenizer(tokenizer); }),
       rate_limiter_(options_.rate_limit_rpm) {}
 
 asio::awaitable<void> ApiService::handle(Exchange& exchange) {

@@ -31,6 +31,7 @@
 #include "server/openai/api_error.h"
 #include "server/service/api_keys.h"
 #include "server/service/api_service_generation.h"
+#include "server/service/api_service_grammar.h"
 #include "server/service/api_service_prompt.h"
 #include "server/service/cors.h"
 #include "server/service/health.h"
@@ -55,6 +56,10 @@ struct ApiServiceOptions {
   int32_t max_queued = 0;           // waiting requests before 503; <= 0: no bound
   int32_t retry_after_seconds = 1;  // Retry-After of a 503 for a full queue
   bool log_prompts = false;         // access lines carry the prompt
+  // The vocabulary as grammars are compiled against (structured output, tool calls).
+  // Null: the service builds it from the tokenizer (grammar_vocab_from_tokenizer).
+  std::shared_ptr<const grammar::VocabIndex> grammar_vocab;
+  size_t grammar_cache_size = 64;  // compiled grammars kept, by GBNF text
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
 };
 
@@ -126,6 +131,10 @@ class ApiService {
   asio::awaitable<Handled> respond(Call& call, http::status status, std::string body,
                                    std::string_view content_type = "application/json");
   GenerationServices generation_services(Call& call);
+  // Compiles the request's output constraint (format, tools) into `sampling.grammar`;
+  // the 400 of a format, schema or grammar that does not convert or compile.
+  std::optional<ApiError> attach_grammar(const OutputFormat& format, const ToolsRequest* tools,
+                                         engine::SamplingParams& sampling);
   ResponseContext response_context(std::string_view id_prefix,
                                    const GenerationOptions& options) const;
   void log_request(Call& call, const Handled& handled);
@@ -136,6 +145,7 @@ class ApiService {
   ApiServiceOptions options_;
   ServerMetrics& metrics_;
   PromptBuilder prompts_;
+  GrammarCache grammars_;  // compiled grammars, shared by requests
   RateLimiter rate_limiter_;
   ActiveGenerations active_;
   std::atomic<bool> draining_{false};

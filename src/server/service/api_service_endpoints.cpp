@@ -6,6 +6,7 @@
 #include <variant>
 
 #include "server/service/api_service.h"
+#include "server/tools/tool_prompt.h"
 
 namespace pagoda::server {
 namespace {
@@ -25,6 +26,20 @@ std::optional<ApiError> check_n(int32_t n, const engine::Engine& engine) {
 }
 
 }  // namespace
+
+std::optional<ApiError> ApiService::attach_grammar(const OutputFormat& format,
+                                                   const ToolsRequest* tools,
+                                                   engine::SamplingParams& sampling) {
+  ApiResult<std::optional<RequestGrammar>> grammar =
+      request_grammar(format, tools, prompts_.tool_family());
+  if (!grammar) return std::move(grammar).error();
+  if (!grammar->has_value()) return std::nullopt;
+  ApiResult<std::shared_ptr<const engine::GrammarConstraint>> constraint =
+      grammars_.constraint(**grammar);
+  if (!constraint) return std::move(constraint).error();
+  sampling.grammar = std::move(*constraint);
+  return std::nullopt;
+}
 
 ResponseContext ApiService::response_context(std::string_view id_prefix,
                                              const GenerationOptions& options) const {
@@ -51,9 +66,20 @@ asio::awaitable<ApiService::Handled> ApiService::chat_completions(Call& call) {
   if (!refused) refused = check_n(request.options.n, engine_);
   if (refused) co_return co_await respond_error(call, std::move(*refused));
 
+  // Tools: the family's prompt (the template's `tools`, or our system message), and the
+  // grammar of the calls (and of the format, if any).
+  const tools::ToolFamily family = prompts_.tool_family();
+  tools::ToolPrompt tool_prompt =
+      tools::prepare_tool_prompt(family, std::move(request.messages), request.tools);
+  Json template_kwargs = std::move(request.chat_template_kwargs);
+  for (auto& [name, value] : tool_prompt.template_variables.items()) template_kwargs[name] = value;
   ApiResult<std::string> rendered = prompts_.render_chat(
-      request.messages, request.add_generation_prompt, request.chat_template_kwargs);
+      tool_prompt.messages, request.add_generation_prompt, template_kwargs);
   if (!rendered) co_return co_await respond_error(call, std::move(rendered).error());
+  if (std::optional<ApiError> error =
+          attach_grammar(request.format, &request.tools, request.options.sampling)) {
+    co_return co_await respond_error(call, std::move(*error));
+  }
   PromptJob prompt;
   prompt.tokens = prompts_.tokenize_chat(*rendered);
   ApiResult<int32_t> max_tokens =
@@ -64,6 +90,7 @@ asio::awaitable<ApiService::Handled> ApiService::chat_completions(Call& call) {
 
   GenerationJob job;
   job.flavor = ApiFlavor::kChat;
+  if (request.tools.may_call()) job.tool_family = family;
   job.context = response_context("chatcmpl-", request.options);
   job.prompts.push_back(std::move(prompt));
   job.options = std::move(request.options);
@@ -84,6 +111,10 @@ asio::awaitable<ApiService::Handled> ApiService::completions(Call& call) {
   std::optional<ApiError> refused = check_model(request.model);
   if (!refused) refused = check_n(request.options.n, engine_);
   if (refused) co_return co_await respond_error(call, std::move(*refused));
+  if (std::optional<ApiError> error =
+          attach_grammar(request.format, nullptr, request.options.sampling)) {
+    co_return co_await respond_error(call, std::move(*error));
+  }
 
   GenerationJob job;
   job.flavor = ApiFlavor::kCompletion;

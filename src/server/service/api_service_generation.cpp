@@ -1,10 +1,13 @@
 #include "server/service/api_service_generation.h"
 
+#include <memory>
 #include <optional>
+#include <span>
 #include <utility>
 
 #include "server/openai/api_error.h"
 #include "server/service/engine_bridge.h"
+#include "server/tools/tool_call_parser.h"
 
 namespace pagoda::server {
 namespace {
@@ -44,7 +47,25 @@ struct ChoiceState {
   Clock::time_point last_token{};
   int32_t n_tokens = 0;
   double queued_seconds = -1.0;  // from the engine's first output of the choice
+  std::unique_ptr<tools::ToolCallStreamParser> tool_parser;  // streamed chat with tools
 };
+
+bool is_blank(std::string_view text) {
+  return text.find_first_not_of(" \t\r\n") == std::string_view::npos;
+}
+
+// A whole chat answer read for tool calls: the calls, and the text around them as content
+// (none when it is only whitespace).
+void read_tool_calls(tools::ToolFamily family, CompletionChoiceResult& result) {
+  tools::ParsedOutput parsed = tools::parse_tool_calls(family, result.text);
+  if (parsed.calls.empty()) return;
+  result.text = is_blank(parsed.content) ? std::string() : std::move(parsed.content);
+  for (tools::ToolCall& call : parsed.calls) {
+    result.tool_calls.push_back(
+        {std::move(call.id), std::move(call.name), std::move(call.arguments)});
+  }
+  if (result.finish_reason == "stop") result.finish_reason = "tool_calls";
+}
 
 class GenerationRun {
  public:
@@ -58,7 +79,12 @@ class GenerationRun {
                 [engine = services.engine](engine::RequestId id) { engine->abort(id); }) {
     const size_t n = static_cast<size_t>(job_.options.n);
     choices_.resize(job_.prompts.size() * n);
-    for (size_t i = 0; i < choices_.size(); ++i) choices_[i].result.index = static_cast<int>(i);
+    for (size_t i = 0; i < choices_.size(); ++i) {
+      choices_[i].result.index = static_cast<int>(i);
+      if (job_.tool_family && job_.options.stream) {
+        choices_[i].tool_parser = std::make_unique<tools::ToolCallStreamParser>(*job_.tool_family);
+      }
+    }
   }
 
   asio::awaitable<GenerationOutcome> run() {
@@ -180,6 +206,7 @@ class GenerationRun {
     for (ChoiceState& choice : choices_) {
       const size_t prompt = static_cast<size_t>(choice.result.index / job_.options.n);
       choice.result.text.insert(0, job_.prompts[prompt].echo);  // completions' echo
+      if (job_.tool_family) read_tool_calls(*job_.tool_family, choice.result);
       results.push_back(std::move(choice.result));
     }
     std::string body = whole_body(results);
@@ -215,6 +242,39 @@ class GenerationRun {
     return completion_text_chunk(job_.context, index, output.text, output.logprobs,
                                  choice.text_offset);
   }
+  // A streamed chat choice with tools: its text through the call parser, as content and
+  // tool-call chunks (logprobs ride on the first chunk of content, or an empty one).
+  std::vector<std::string> tool_payloads(ChoiceState& choice, const engine::RequestOutput& output) {
+    std::vector<tools::StreamDelta> deltas;
+    choice.tool_parser->feed(output.text, deltas);
+    if (choice.finished) choice.tool_parser->finish(deltas);
+    std::vector<std::string> payloads;
+    const int index = choice.result.index;
+    std::span<const engine::TokenLogprobs> logprobs = output.logprobs;
+    for (const tools::StreamDelta& delta : deltas) {
+      if (!delta.content.empty()) {
+        payloads.push_back(chat_content_chunk(job_.context, index, delta.content, logprobs));
+        logprobs = {};
+      }
+      for (const tools::ToolCallDelta& call : delta.calls) {
+        payloads.push_back(chat_tool_call_chunk(
+            job_.context, index, ToolCallChunk{call.index, call.id, call.name, call.arguments}));
+      }
+    }
+    if (!logprobs.empty()) payloads.push_back(chat_content_chunk(job_.context, index, "", logprobs));
+    if (choice.finished && choice.tool_parser->calls_made() > 0 &&
+        choice.result.finish_reason == "stop") {
+      choice.result.finish_reason = "tool_calls";
+    }
+    return payloads;
+  }
+  std::vector<std::string> output_payloads(ChoiceState& choice,
+                                           const engine::RequestOutput& output) {
+    if (choice.tool_parser) return tool_payloads(choice, output);
+    std::string content = content_payload(choice, output);
+    if (content.empty()) return {};
+    return {std::move(content)};
+  }
   std::string finish_payload(const ChoiceState& choice) const {
     const int index = choice.result.index;
     if (job_.flavor == ApiFlavor::kChat) {
@@ -236,8 +296,8 @@ class GenerationRun {
   }
 
   asio::awaitable<void> send_output(ChoiceState& choice, const engine::RequestOutput& output) {
-    std::string content = content_payload(choice, output);
-    if (!content.empty()) co_await send(std::move(content));
+    std::vector<std::string> payloads = output_payloads(choice, output);
+    for (std::string& payload : payloads) co_await send(std::move(payload));
     if (!choice.finished) co_return;
     if (!choice.error.empty()) {
       // The engine failed it: an error event (the SDKs raise it), and the rest ends.

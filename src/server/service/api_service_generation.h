@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -25,6 +26,7 @@
 #include "server/metrics/metrics.h"
 #include "server/openai/openai_request.h"
 #include "server/openai/openai_response.h"
+#include "server/tools/tool_family.h"
 
 namespace pagoda::server {
 
@@ -72,6 +74,9 @@ struct PromptJob {
 
 struct GenerationJob {
   ApiFlavor flavor = ApiFlavor::kChat;
+  // Chat with tools the model may call: its output is read in the family's call syntax
+  // (message.tool_calls, finish_reason "tool_calls", streamed tool-call deltas).
+  std::optional<tools::ToolFamily> tool_family;
   std::vector<PromptJob> prompts;  // >= 1
   GenerationOptions options;       // sampling, stop strings, n, stream, include_usage
   ResponseContext context;         // id, created, model, logprobs, token text

@@ -18,7 +18,8 @@ PromptBuilder::PromptBuilder(const tokenizer::Tokenizer& tokenizer,
                              tokenizer::ChatTemplate chat_template)
     : tokenizer_(&tokenizer),
       template_(std::move(chat_template)),
-      special_tokens_(tokenizer::special_token_variables(tokenizer)) {}
+      special_tokens_(tokenizer::special_token_variables(tokenizer)),
+      tool_family_(tools::detect_tool_family(template_.source())) {}
 
 ApiResult<std::string> PromptBuilder::render_chat(const Json& messages, bool add_generation_prompt,
                                                   const Json& template_kwargs) const {

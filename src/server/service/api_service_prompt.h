@@ -18,6 +18,7 @@
 
 #include "server/openai/api_error.h"
 #include "server/openai/openai_request.h"
+#include "server/tools/tool_family.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
@@ -45,11 +46,14 @@ class PromptBuilder {
   std::string prompt_text(const PromptInput& prompt) const;
 
   const tokenizer::Tokenizer& tokenizer() const { return *tokenizer_; }
+  // How the template's model writes tool calls (from the template's source).
+  tools::ToolFamily tool_family() const { return tool_family_; }
 
  private:
   const tokenizer::Tokenizer* tokenizer_;
   tokenizer::ChatTemplate template_;
   Json special_tokens_;  // bos_token, eos_token as the template sees them
+  tools::ToolFamily tool_family_;
 };
 
 }  // namespace pagoda::server
