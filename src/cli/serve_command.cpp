@@ -93,6 +93,7 @@ Expected<server::ApiServiceOptions> service_options(const server::ServeConfig& c
   PAGODA_ASSIGN_OR_RETURN(options.cors, server::CorsPolicy::create(config.cors_origins));
   options.rate_limit_rpm = config.rate_limit_rpm;
   options.max_queued = static_cast<int32_t>(config.max_queued);
+  options.max_priority_boost = config.max_priority_boost;
   options.log_prompts = config.log_prompts;
   return options;
 }

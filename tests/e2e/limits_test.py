@@ -1,6 +1,7 @@
 """Limits under pressure, each on a server configured for it: API keys (401), the body
-size limit (413), the per-key rate limit (429 + Retry-After), and the bounded waiting
-queue (503 + Retry-After, nothing started)."""
+size limit (413), the per-key rate limit (429 + Retry-After), the bounded waiting
+queue (503 + Retry-After, nothing started), and request priority (a high-priority request
+overtakes queued low-priority ones; how far ahead a request may ask is bounded)."""
 
 import threading
 import time
@@ -123,10 +124,54 @@ def test_full_queue_is_503_with_retry_after():
         check("response" in waiting_result, f"waiting request failed: {waiting_result}")
 
 
+def test_high_priority_overtakes_queued_requests():
+    with PagodaServer(ARGS, *BASE_FLAGS, "--max-running", "1", "--max-priority-boost", "5") as server:
+        model = model_name(server)
+        client = server.client()
+        running = client.completions.create(
+            stream=True, model=model, prompt="Count:", max_tokens=400,
+            extra_body={"ignore_eos": True})
+        next(iter(running))  # it holds the only running slot
+        finished = []
+        lock = threading.Lock()
+
+        def send(name, priority):
+            client.completions.create(model=model, prompt="Once upon a time", max_tokens=8,
+                                      extra_body={"ignore_eos": True, "priority": priority})
+            with lock:
+                finished.append(name)
+
+        threads = []
+        for i in range(3):  # queued first, low priority (runs later)
+            threads.append(threading.Thread(target=send, args=(f"low{i}", 10)))
+            threads[-1].start()
+            wait_for(lambda: server.json("GET", "/health")[2]["waiting"] == i + 1, 10,
+                     f"{i + 1} waiting")
+        threads.append(threading.Thread(target=send, args=("high", -5)))
+        threads[-1].start()
+        wait_for(lambda: server.json("GET", "/health")[2]["waiting"] == 4, 10, "4 waiting")
+        running.close()  # frees the slot: the queue runs one at a time, in priority order
+        for thread in threads:
+            thread.join(60)
+        check_equal(finished[0], "high", f"the high-priority request first: {finished}")
+        check_equal(sorted(finished[1:]), ["low0", "low1", "low2"], "then the others")
+
+        # Asking for more than the operator allows is a 400 naming the field.
+        status, _, body = server.json("POST", "/v1/completions", {
+            "model": model, "prompt": "Hi", "max_tokens": 2, "priority": -6})
+        check_equal(status, 400, "priority beyond the boost")
+        check_equal(body["error"]["param"], "priority", "param")
+        status, _, _ = server.json("POST", "/v1/chat/completions", {
+            "model": model, "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 2,
+            "priority": 1000})
+        check_equal(status, 200, "asking to run later is always allowed")
+
+
 if __name__ == "__main__":
     run_and_exit([
         test_api_keys,
         test_body_over_the_limit_is_413,
         test_rate_limit_is_429_with_retry_after,
         test_full_queue_is_503_with_retry_after,
+        test_high_priority_overtakes_queued_requests,
     ])

@@ -61,9 +61,11 @@ TEST(OpenAIRequest, EveryFieldReachesTheEngineTypes) {
       "stop": ["\n\n", "END"], "max_tokens": 64, "stream": true,
       "stream_options": {"include_usage": true}, "user": "u-1", "top_k": 40, "min_p": 0.05,
       "repetition_penalty": 1.1, "ignore_eos": true, "logprobs": true, "top_logprobs": 3,
-      "add_generation_prompt": false, "chat_template_kwargs": {"enable_thinking": false})");
+      "add_generation_prompt": false, "chat_template_kwargs": {"enable_thinking": false},
+      "priority": -3)");
   ASSERT_TRUE(request.ok()) << request.error().message;
   const GenerationOptions& options = request->options;
+  EXPECT_EQ(options.priority, -3);
   EXPECT_EQ(options.sampling.temperature, 0.5f);
   EXPECT_EQ(options.sampling.top_p, 0.9f);
   EXPECT_EQ(options.n, 3);
@@ -131,6 +133,8 @@ TEST(OpenAIRequest, AFieldOfTheWrongTypeIsNamed) {
   EXPECT_TRUE(IsBadRequest(Chat(R"("model": 7)"), "model", "invalid_type"));
   EXPECT_TRUE(IsBadRequest(Chat(R"("user": ["a"])"), "user", "invalid_type"));
   EXPECT_TRUE(IsBadRequest(Chat(R"("ignore_eos": "yes")"), "ignore_eos", "invalid_type"));
+  EXPECT_TRUE(IsBadRequest(Chat(R"("priority": 1.5)"), "priority", "invalid_type"));
+  EXPECT_TRUE(IsBadRequest(Chat(R"("priority": 3000000000)"), "priority"));
   EXPECT_TRUE(IsBadRequest(Chat(R"("logprobs": 1)"), "logprobs", "invalid_type"));
   EXPECT_TRUE(IsBadRequest(Chat(R"("add_generation_prompt": 0)"), "add_generation_prompt"));
   EXPECT_TRUE(IsBadRequest(Chat(R"("chat_template_kwargs": [1])"), "chat_template_kwargs"));

@@ -130,7 +130,7 @@ TEST(ServeConfig, EveryFlag) {
        "0", "--log-format", "json", "--log-level", "debug", "--log-prompts", "--max-model-len",
        "256", "--max-batched-tokens", "128", "--max-running", "8", "--block-size", "32",
        "--kv-cache-type", "q8_0", "--kv-cache-memory", "512MiB", "--no-prefix-caching",
-       "--prefix-cache-eviction", "lfu"});
+       "--prefix-cache-eviction", "lfu", "--max-priority-boost", "4"});
   ASSERT_TRUE(config.ok()) << config.status().message();
   const ServeConfig& c = *config;
   EXPECT_EQ(c.model_name, "tiny");
@@ -166,6 +166,7 @@ TEST(ServeConfig, EveryFlag) {
   EXPECT_EQ(c.engine.kv_memory.bytes, std::optional<uint64_t>(512u << 20));
   EXPECT_FALSE(c.engine.enable_prefix_cache);
   EXPECT_EQ(c.engine.prefix_cache_eviction, kv::EvictionPolicy::kLfu);
+  EXPECT_EQ(c.max_priority_boost, 4);
   for (const auto& [name, source] : c.sources) {
     EXPECT_EQ(source, "--" + name) << "every setting came from its flag";
   }

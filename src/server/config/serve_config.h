@@ -58,6 +58,7 @@ struct ServeConfig {
   std::vector<std::string> cors_origins;  // "*" or exact origins; empty: no CORS headers
   int64_t rate_limit_rpm = 0;          // requests per minute per key (or client); 0: off
   int64_t max_queued = 256;            // requests waiting for the engine; past it 503; 0: no bound
+  int32_t max_priority_boost = 0;      // a request's priority may go down to -this (see ApiServiceOptions)
   std::chrono::seconds shutdown_grace{30};  // SIGTERM: running requests may finish this long
 
   // Logs.

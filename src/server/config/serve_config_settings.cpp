@@ -172,6 +172,12 @@ const SettingSpec kSettings[] = {
     {"max-queued", "", SettingKind::kInteger, "INT", "256", kAccess,
      "Requests waiting for the engine at most; past it 503 with Retry-After (0: no bound)",
      [](ServeConfig& c, const Values& v) { return set_integer(c.max_queued, v, 0, 1000000); }},
+    {"max-priority-boost", "", SettingKind::kInteger, "INT", "0", kAccess,
+     "How far ahead of the default priority 0 a request may ask to run: a `priority` below "
+     "-INT is refused (lower runs first; 0: none can overtake the default)",
+     [](ServeConfig& c, const Values& v) {
+       return set_integer(c.max_priority_boost, v, 0, 1000000000);
+     }},
     {"shutdown-grace", "", SettingKind::kInteger, "SECONDS", "30", kAccess,
      "On SIGTERM/SIGINT, let running requests finish this long before aborting them",
      [](ServeConfig& c, const Values& v) { return set_seconds(c.shutdown_grace, v, 0); }},

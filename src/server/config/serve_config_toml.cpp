@@ -126,6 +126,7 @@ constexpr SectionKey kSectionKeys[] = {
     {"limits", "max_queued", "max-queued"},
     {"limits", "max_body_bytes", "max-body-bytes"},
     {"limits", "max_connections", "max-connections"},
+    {"limits", "max_priority_boost", "max-priority-boost"},
 };
 
 // '-' and '_' alike, as for flat keys.

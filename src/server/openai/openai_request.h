@@ -66,6 +66,9 @@ struct GenerationOptions {
   bool include_usage = false;  // stream_options.include_usage
   bool echo = false;           // completions only: the prompt text comes before the output
   std::string user;
+  // vLLM's `priority`: lower values are scheduled first and preempted last (default 0).
+  // Any 32-bit integer parses; the service bounds how far ahead a request may ask to go.
+  int32_t priority = 0;
 };
 
 // How the output is constrained (see docs in the header's top comment). `param` is the

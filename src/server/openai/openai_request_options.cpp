@@ -122,6 +122,9 @@ void read_shared_options(FieldReader& reader, int32_t n_vocab, GenerationOptions
   }
   read_stream_options(reader, options);
   options.user = reader.string("user").value_or("");
+  options.priority = static_cast<int32_t>(
+      reader.integer("priority", {std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max()})
+          .value_or(0));
   read_extensions(reader, options);
 }
 

@@ -54,6 +54,10 @@ struct ApiServiceOptions {
   CorsPolicy cors;                  // off unless origins are configured
   int64_t rate_limit_rpm = 0;       // requests per minute per key; <= 0: no limit
   int32_t max_queued = 0;           // waiting requests before 503; <= 0: no bound
+  // How far ahead of the default (priority 0) a request may ask to be scheduled: a
+  // `priority` below -max_priority_boost is a 400. Lower values run first; asking to run
+  // later (a positive value) is always allowed. 0: no request can overtake the default.
+  int32_t max_priority_boost = 0;
   int32_t retry_after_seconds = 1;  // Retry-After of a 503 for a full queue
   bool log_prompts = false;         // access lines carry the prompt
   // The vocabulary as grammars are compiled against (structured output, tool calls).

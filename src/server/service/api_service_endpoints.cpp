@@ -25,6 +25,17 @@ std::optional<ApiError> check_n(int32_t n, const engine::Engine& engine) {
                      "n", "invalid_value");
 }
 
+// A priority ahead of the default only as far as the operator allows, so that one client
+// cannot starve the others.
+std::optional<ApiError> check_priority(int32_t priority, int32_t max_boost) {
+  if (priority >= -max_boost) return std::nullopt;
+  return bad_request("Invalid 'priority': this server lets a request ask to run at most " +
+                         std::to_string(max_boost) +
+                         " ahead of the default (priority >= " + std::to_string(-max_boost) +
+                         "; lower runs first), but got " + std::to_string(priority) + ".",
+                     "priority", "invalid_value");
+}
+
 }  // namespace
 
 std::optional<ApiError> ApiService::attach_grammar(const OutputFormat& format,
@@ -64,6 +75,7 @@ asio::awaitable<ApiService::Handled> ApiService::chat_completions(Call& call) {
   ChatCompletionRequest& request = *parsed;
   std::optional<ApiError> refused = check_model(request.model);
   if (!refused) refused = check_n(request.options.n, engine_);
+  if (!refused) refused = check_priority(request.options.priority, options_.max_priority_boost);
   if (refused) co_return co_await respond_error(call, std::move(*refused));
 
   // Tools: the family's prompt (the template's `tools`, or our system message), and the
@@ -110,6 +122,7 @@ asio::awaitable<ApiService::Handled> ApiService::completions(Call& call) {
   CompletionRequest& request = *parsed;
   std::optional<ApiError> refused = check_model(request.model);
   if (!refused) refused = check_n(request.options.n, engine_);
+  if (!refused) refused = check_priority(request.options.priority, options_.max_priority_boost);
   if (refused) co_return co_await respond_error(call, std::move(*refused));
   if (std::optional<ApiError> error =
           attach_grammar(request.format, nullptr, request.options.sampling)) {

@@ -117,6 +117,7 @@ class GenerationRun {
       request.stop = job_.options.stop;
       request.stop.max_tokens = job_.prompts[i].max_tokens;
       request.n = n;
+      request.priority = job_.options.priority;
       outcome_.prompt_tokens += static_cast<int32_t>(request.prompt.size());
       Expected<std::vector<engine::RequestId>> ids =
           services_.engine->add(std::move(request), bridge_.sink());
