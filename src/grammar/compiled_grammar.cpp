@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <mutex>
 #include <thread>
 
 #include "grammar/compiled_grammar_internal.h"
@@ -420,6 +421,7 @@ Expected<std::shared_ptr<const CompiledGrammar>> compile_grammar(const Grammar& 
     const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
     const unsigned n_threads = work < (size_t{1} << 20) ? 1u : std::min<unsigned>(hw, 16);
     std::atomic<size_t> next{0};
+    std::mutex depth_mutex;
     auto worker = [&]() {
       std::vector<Node> nodes;
       TrieWalker walker(*d, nodes, /*lookahead=*/true);
@@ -427,6 +429,8 @@ Expected<std::shared_ptr<const CompiledGrammar>> compile_grammar(const Grammar& 
         const uint32_t p = todo[i];
         classify_position(*d, p, walker, nodes, d->token_sets[d->token_set_of[p]]);
       }
+      std::lock_guard<std::mutex> lock(depth_mutex);
+      d->max_local_depth = std::max(d->max_local_depth, walker.stepper().max_depth());
     };
     if (n_threads == 1) {
       worker();

@@ -50,6 +50,15 @@ constexpr int32_t kMarker = -2;  // compiler only: whatever lies below the class
 
 constexpr uint32_t kEscaped = 1;  // Top::flags: the path went below kMarker
 
+// A state of at most kSafeTops tops uses the precomputed token sets; the compiler counts
+// a token accepted only when its walk from one top stays within the matcher's bounds
+// divided by kSafeTops (else it leaves the token to the run-time check), so the sum over
+// the tops stays within them. A larger state (or one near kMaxStackDepth) checks every
+// token at run time.
+constexpr int32_t kSafeTops = 256;
+constexpr int32_t kLocalMaxStacks = GrammarMatcher::kMaxStacks / kSafeTops;
+constexpr int32_t kLocalMaxClosureSteps = GrammarMatcher::kMaxClosureSteps / kSafeTops;
+
 struct CompiledData {
   Grammar grammar;  // as given (unproductive alternatives kept: to_gbnf shows the input)
   std::shared_ptr<const VocabIndex> vocab;
@@ -65,6 +74,7 @@ struct CompiledData {
   std::vector<char> may_end_sentence;
 
   std::vector<int32_t> token_set_of;  // per position: index into token_sets, -1 when none
+  uint32_t max_local_depth = 0;       // deepest stack growth in the compiler's walks
   std::vector<PositionTokens> token_sets;
 };
 
@@ -84,8 +94,18 @@ struct StepResult {
 // Steps stacks over bytes. Not thread safe; one per thread. Nodes go to `nodes`.
 class Stepper {
  public:
+  // The compiler's walks (lookahead) classify one top at a time: they use the local
+  // bounds, so that a token they accept cannot make a state of up to kSafeTops tops
+  // overflow the matcher's bounds.
   Stepper(const CompiledData& g, std::vector<Node>& nodes, bool lookahead)
-      : g_(g), nodes_(nodes), lookahead_(lookahead) {}
+      : g_(g),
+        nodes_(nodes),
+        lookahead_(lookahead),
+        max_stacks_(lookahead ? kLocalMaxStacks : GrammarMatcher::kMaxStacks),
+        max_closure_steps_(lookahead ? kLocalMaxClosureSteps : GrammarMatcher::kMaxClosureSteps) {}
+
+  // The deepest node this stepper made (the compiler's: above kMarker).
+  uint32_t max_depth() const { return max_depth_; }
 
   // The tops reached from the start of the root rule.
   void initial(StepResult& out);
@@ -105,6 +125,9 @@ class Stepper {
   const CompiledData& g_;
   std::vector<Node>& nodes_;
   bool lookahead_;
+  int32_t max_stacks_;
+  int32_t max_closure_steps_;
+  uint32_t max_depth_ = 0;
   int32_t budget_ = 0;
   struct Work {
     uint32_t pos;
@@ -126,6 +149,7 @@ class TrieWalker {
  public:
   TrieWalker(const CompiledData& g, std::vector<Node>& nodes, bool lookahead)
       : g_(g), nodes_(nodes), stepper_(g, nodes, lookahead) {}
+  const Stepper& stepper() const { return stepper_; }
 
   template <typename Candidates, typename OnToken>
   void walk(const StepResult& start, const Candidates& candidates, OnToken&& on_token);

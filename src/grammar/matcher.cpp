@@ -147,8 +147,19 @@ void GrammarMatcher::fill_next_token_bitmask(std::span<uint32_t> bitmask) const 
   start.can_terminate = state_.can_terminate;
 
   bool partial = false;
-  for (const Top& t : state_.tops) partial = partial || t.partial != 0;
-  if (partial) {
+  uint32_t depth = 0;
+  for (const Top& t : state_.tops) {
+    partial = partial || t.partial != 0;
+    if (t.parent >= 0) depth = std::max(depth, nodes_[t.parent].depth);
+  }
+  const bool exact = static_cast<int32_t>(state_.tops.size()) > kSafeTops ||
+                     static_cast<int64_t>(depth) + d.max_local_depth + 1 >= kMaxStackDepth;
+  if (exact) {
+    // Beyond what the precomputed sets vouch for: every token is checked.
+    const int32_t n = static_cast<int32_t>(vocab.sorted_tokens().size());
+    candidates.resize(static_cast<size_t>(n));
+    for (int32_t i = 0; i < n; ++i) candidates[i] = i;
+  } else if (partial) {
     // Mid-character: only tokens starting with a continuation byte can follow, a short
     // range of the sorted vocabulary.
     const std::vector<int32_t>& sorted = vocab.sorted_tokens();

@@ -15,7 +15,9 @@
 // Bounds (a pathological grammar costs bounded time, it never hangs): a state holds at
 // most kMaxStacks stacks and one byte may take at most kMaxClosureSteps expansion
 // steps; a byte that would need more is rejected (accept_* returns false, the token is
-// not in the mask). Stacks deeper than kMaxStackDepth are rejected the same way.
+// not in the mask). Stacks deeper than kMaxStackDepth are rejected the same way. (The
+// mask stays exact at the bounds: a state of many stacks, or deep ones, checks every
+// token instead of using the precomputed sets; see compiled_grammar_internal.h.)
 //
 // Copying is cheap (the compiled grammar is shared; the copy owns the stacks and
 // history). A matcher must not be used from two threads at once; copies may.
@@ -32,8 +34,8 @@ namespace pagoda::grammar {
 
 class GrammarMatcher {
  public:
-  static constexpr int32_t kMaxStacks = 4096;
-  static constexpr int32_t kMaxClosureSteps = 1 << 16;
+  static constexpr int32_t kMaxStacks = 1 << 14;
+  static constexpr int32_t kMaxClosureSteps = 1 << 18;
   static constexpr int32_t kMaxStackDepth = 1 << 14;
   // rollback() can undo at most this many accepted tokens (accept_bytes calls count as
   // tokens).

@@ -41,9 +41,9 @@ void Stepper::initial(StepResult& out) {
   out.clear();
   ++gen_;
   visited_count_ = 0;
-  budget_ = GrammarMatcher::kMaxClosureSteps;
+  budget_ = max_closure_steps_;
   for (uint32_t s : g_.alt_starts[g_.root]) closure(s, kBottom, 0, out);
-  if (static_cast<int32_t>(out.tops.size()) > GrammarMatcher::kMaxStacks) out.overflow = true;
+  if (static_cast<int32_t>(out.tops.size()) > max_stacks_) out.overflow = true;
   dedupe(out.tops);
 }
 
@@ -78,6 +78,7 @@ bool Stepper::visit(uint64_t key) {
 int32_t Stepper::push_node(uint32_t pos, int32_t parent) {
   const uint64_t below = parent >= 0 ? nodes_[parent].hash : static_cast<uint64_t>(static_cast<int64_t>(parent));
   const uint32_t depth = parent >= 0 ? nodes_[parent].depth + 1 : 1;
+  max_depth_ = std::max(max_depth_, depth);
   nodes_.push_back(Node{pos, parent, depth, mix(below * 0x9E3779B97F4A7C15ULL + pos + 1)});
   return static_cast<int32_t>(nodes_.size()) - 1;
 }
@@ -139,7 +140,7 @@ void Stepper::step(const std::vector<Top>& in, uint8_t byte, StepResult& out) {
   out.clear();
   ++gen_;
   visited_count_ = 0;
-  budget_ = GrammarMatcher::kMaxClosureSteps;
+  budget_ = max_closure_steps_;
   for (const Top& t : in) {
     const CharClassData& cls = g_.classes[g_.positions[t.pos].arg];
     if (t.partial == 0) {
@@ -168,7 +169,7 @@ void Stepper::step(const std::vector<Top>& in, uint8_t byte, StepResult& out) {
     }
     if (out.overflow) return;
   }
-  if (static_cast<int32_t>(out.tops.size()) > GrammarMatcher::kMaxStacks) {
+  if (static_cast<int32_t>(out.tops.size()) > max_stacks_) {
     out.overflow = true;
     return;
   }
