@@ -72,6 +72,7 @@ class JsonSchemaConverter {
   std::map<std::string, size_t> rule_index_;                // name -> index in rules_
   std::map<std::string, std::string> shared_rules_;         // kind -> rule name
   std::map<std::string, std::string> ref_rules_;            // $ref -> rule name
+  std::map<std::string, std::string> rule_by_body_;         // body -> rule made by add_rule
 };
 
 // Shared helpers of the converter's files.
