@@ -14,6 +14,23 @@ std::string json_string_char() {
   return "([^\"\\\\\\x00-\\x1F] | \"\\\\\" ([\"\\\\/bfnrt] | \"u\" [0-9a-fA-F]{4}))";
 }
 
+std::string gbnf_sequence(std::initializer_list<std::string> parts) {
+  std::string out;
+  for (const std::string& part : parts) {
+    if (part.empty()) continue;
+    if (!out.empty()) out += ' ';
+    out += part;
+  }
+  return out;
+}
+
+std::string parenthesized(const std::string& inner, const char* suffix) {
+  std::string out = "(";
+  out += inner;
+  out += ')';
+  return out + suffix;
+}
+
 std::string JsonSchemaConverter::reserve_rule(const std::string& hint) {
   std::string base = options_.rule_prefix;
   for (char c : hint) {

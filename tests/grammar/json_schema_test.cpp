@@ -126,6 +126,16 @@ TEST(JsonSchema, RulePrefixLetsSchemasShareOneGrammar) {
   EXPECT_FALSE(matches(grammar, R"({"city": "Oslo", "limit": 1})"));
 }
 
+TEST(JsonSchema, PropertiesAlikeShareOneRule) {
+  auto text = json_schema_to_gbnf(Json::parse(R"({"type":"object","properties":{
+      "a":{"type":"string","maxLength":3},"b":{"type":"string","maxLength":3},"c":{"type":"string","maxLength":4}},
+      "required":["a","b","c"],"additionalProperties":false})"));
+  ASSERT_TRUE(text.ok());
+  EXPECT_EQ(text->find("{0,3}"), text->rfind("{0,3}")) << *text;
+  EXPECT_NE(text->find("\"\\\"b\\\"\" \":\" ws root-a"), std::string::npos) << *text;
+  EXPECT_NE(text->find("{0,4}"), std::string::npos) << *text;
+}
+
 TEST(JsonSchema, RootRuleNameIsAnOption) {
   JsonSchemaOptions options;
   options.root_rule = "args";
