@@ -6,6 +6,8 @@
 
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <random>
 #include <string>
@@ -177,6 +179,7 @@ void BM_Compile(benchmark::State& state, const char* gbnf) {
   state.counters["positions"] = c->stats().n_positions;
   state.counters["uncertain_avg"] = static_cast<double>(c->stats().n_uncertain) / std::max(1, c->stats().n_positions);
   state.counters["uncertain_max"] = c->stats().max_uncertain;
+  state.counters["stack_growth"] = c->stats().max_stack_growth;
 }
 
 // One iteration: the whole document, a mask and an accepted token per step.
@@ -188,11 +191,14 @@ void BM_MaskPerStep(benchmark::State& state, const char* gbnf) {
     return;
   }
   std::vector<uint32_t> mask(bitmask_words(v.index->n_vocab()));
+  double slowest = 0;  // seconds, the slowest single mask
   for (auto _ : state) {
     GrammarMatcher m(g);
     for (int32_t tok : v.doc_tokens) {
+      const auto t0 = std::chrono::steady_clock::now();
       m.fill_next_token_bitmask(mask);
       benchmark::DoNotOptimize(mask.data());
+      slowest = std::max(slowest, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
       if (!m.accept_token(tok)) {
         state.SkipWithError("the document's token was rejected");
         return;
@@ -201,6 +207,7 @@ void BM_MaskPerStep(benchmark::State& state, const char* gbnf) {
   }
   state.SetLabel(v.real ? "SmolLM2 vocabulary" : "synthetic vocabulary");
   state.counters["steps"] = static_cast<double>(v.doc_tokens.size());
+  state.counters["slowest_us"] = slowest * 1e6;
   state.counters["per_step"] = benchmark::Counter(static_cast<double>(v.doc_tokens.size()),
                                                   benchmark::Counter::kIsIterationInvariantRate |
                                                       benchmark::Counter::kInvert);

@@ -455,6 +455,7 @@ Expected<std::shared_ptr<const CompiledGrammar>> compile_grammar(const Grammar& 
     st.n_rejected += n_matchable - acc - static_cast<int64_t>(s.uncertain.size());
     st.max_uncertain = std::max<int32_t>(st.max_uncertain, static_cast<int32_t>(s.uncertain.size()));
   }
+  st.max_stack_growth = static_cast<int32_t>(d->max_local_depth);
   st.compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return std::shared_ptr<const CompiledGrammar>(std::make_shared<CompiledGrammar>(std::move(d)));
 }

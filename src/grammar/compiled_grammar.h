@@ -32,6 +32,7 @@ struct CompileStats {
   int64_t n_rejected = 0;
   int64_t n_uncertain = 0;
   int32_t max_uncertain = 0;      // largest uncertain set of one position
+  int32_t max_stack_growth = 0;   // deepest a token's walk from one position grew the stack
   double compile_ms = 0;
 };
 

@@ -94,15 +94,19 @@ struct StepResult {
 // Steps stacks over bytes. Not thread safe; one per thread. Nodes go to `nodes`.
 class Stepper {
  public:
-  // The compiler's walks (lookahead) classify one top at a time: they use the local
-  // bounds, so that a token they accept cannot make a state of up to kSafeTops tops
-  // overflow the matcher's bounds.
-  Stepper(const CompiledData& g, std::vector<Node>& nodes, bool lookahead)
-      : g_(g),
-        nodes_(nodes),
-        lookahead_(lookahead),
-        max_stacks_(lookahead ? kLocalMaxStacks : GrammarMatcher::kMaxStacks),
-        max_closure_steps_(lookahead ? kLocalMaxClosureSteps : GrammarMatcher::kMaxClosureSteps) {}
+  // The compiler's walks (lookahead) classify one top at a time: their paths that stay
+  // above kMarker (the ones the matcher will follow too) are held to the local bounds,
+  // so that a token they accept cannot make a state of up to kSafeTops tops overflow the
+  // matcher's bounds.
+  Stepper() = default;
+  Stepper(const CompiledData& g, std::vector<Node>& nodes, bool lookahead) { bind(g, nodes, lookahead); }
+  void bind(const CompiledData& g, std::vector<Node>& nodes, bool lookahead) {
+    g_ = &g;
+    nodes_ = &nodes;
+    lookahead_ = lookahead;
+    max_stacks_ = GrammarMatcher::kMaxStacks;
+    max_closure_steps_ = GrammarMatcher::kMaxClosureSteps;
+  }
 
   // The deepest node this stepper made (the compiler's: above kMarker).
   uint32_t max_depth() const { return max_depth_; }
@@ -122,13 +126,14 @@ class Stepper {
   bool same_stack(int32_t a, int32_t b) const;
   uint64_t top_hash(const Top& t) const;
 
-  const CompiledData& g_;
-  std::vector<Node>& nodes_;
-  bool lookahead_;
-  int32_t max_stacks_;
-  int32_t max_closure_steps_;
+  const CompiledData* g_ = nullptr;
+  std::vector<Node>* nodes_ = nullptr;
+  bool lookahead_ = false;
+  int32_t max_stacks_ = 0;
+  int32_t max_closure_steps_ = 0;
   uint32_t max_depth_ = 0;
   int32_t budget_ = 0;
+  int32_t local_budget_ = 0;  // closure steps of paths not escaped (lookahead only)
   struct Work {
     uint32_t pos;
     int32_t parent;
@@ -147,16 +152,21 @@ class Stepper {
 // byte (nullptr when a byte before that had no stack left).
 class TrieWalker {
  public:
-  TrieWalker(const CompiledData& g, std::vector<Node>& nodes, bool lookahead)
-      : g_(g), nodes_(nodes), stepper_(g, nodes, lookahead) {}
+  TrieWalker() = default;
+  TrieWalker(const CompiledData& g, std::vector<Node>& nodes, bool lookahead) { bind(g, nodes, lookahead); }
+  void bind(const CompiledData& g, std::vector<Node>& nodes, bool lookahead) {
+    g_ = &g;
+    nodes_ = &nodes;
+    stepper_.bind(g, nodes, lookahead);
+  }
   const Stepper& stepper() const { return stepper_; }
 
   template <typename Candidates, typename OnToken>
   void walk(const StepResult& start, const Candidates& candidates, OnToken&& on_token);
 
  private:
-  const CompiledData& g_;
-  std::vector<Node>& nodes_;
+  const CompiledData* g_ = nullptr;
+  std::vector<Node>* nodes_ = nullptr;
   Stepper stepper_;
   std::vector<StepResult> depth_;  // depth_[d]: after the first d bytes of the current token
   std::vector<size_t> mark_;       // nodes_.size() when depth_[d] was made
@@ -164,14 +174,14 @@ class TrieWalker {
 
 template <typename Candidates, typename OnToken>
 void TrieWalker::walk(const StepResult& start, const Candidates& candidates, OnToken&& on_token) {
-  const VocabIndex& vocab = *g_.vocab;
+  const VocabIndex& vocab = *g_->vocab;
   const size_t max_len = static_cast<size_t>(vocab.max_token_length());
   if (depth_.size() < max_len + 1) depth_.resize(max_len + 1);
   mark_.assign(max_len + 1, 0);
   depth_[0].clear();
   depth_[0].tops = start.tops;
   depth_[0].can_terminate = start.can_terminate;
-  mark_[0] = nodes_.size();
+  mark_[0] = nodes_->size();
   std::string_view prev;
   size_t computed = 0;  // depth_[0..computed] hold prev's prefixes
   bool any = false;
@@ -184,7 +194,7 @@ void TrieWalker::walk(const StepResult& start, const Candidates& candidates, OnT
     }
     any = true;
     size_t d = l;
-    nodes_.resize(mark_[d]);
+    nodes_->resize(mark_[d]);
     bool dead = false;
     while (d < t.size()) {
       if (depth_[d].tops.empty() || depth_[d].overflow) {
@@ -194,13 +204,13 @@ void TrieWalker::walk(const StepResult& start, const Candidates& candidates, OnT
       StepResult& next = depth_[d + 1];
       stepper_.step(depth_[d].tops, static_cast<uint8_t>(t[d]), next);
       ++d;
-      mark_[d] = nodes_.size();
+      mark_[d] = nodes_->size();
     }
     computed = d;
     prev = t;
     on_token(idx, dead ? static_cast<const StepResult*>(nullptr) : &depth_[t.size()], dead ? &depth_[d] : nullptr);
   }
-  nodes_.resize(mark_[0]);
+  nodes_->resize(mark_[0]);
 }
 
 }  // namespace pagoda::grammar::detail

@@ -41,9 +41,11 @@ bool GrammarMatcher::is_terminated() const { return state_.terminated; }
 bool GrammarMatcher::accept_bytes(std::string_view bytes) {
   if (state_.terminated) return false;
   const size_t saved_nodes = nodes_.size();
-  Stepper stepper(grammar_->data(), nodes_, /*lookahead=*/false);
-  StepResult a;
-  StepResult b;
+  thread_local Stepper stepper;
+  thread_local StepResult a;
+  thread_local StepResult b;
+  stepper.bind(grammar_->data(), nodes_, /*lookahead=*/false);
+  a.clear();
   a.tops = state_.tops;
   a.can_terminate = state_.can_terminate;
   for (const char c : bytes) {
@@ -142,7 +144,7 @@ void GrammarMatcher::fill_next_token_bitmask(std::span<uint32_t> bitmask) const 
   thread_local std::vector<int32_t> candidates;
   thread_local std::vector<int32_t> merged;
   candidates.clear();
-  StepResult start;
+  thread_local StepResult start;
   start.tops = state_.tops;
   start.can_terminate = state_.can_terminate;
 
@@ -217,7 +219,8 @@ void GrammarMatcher::fill_next_token_bitmask(std::span<uint32_t> bitmask) const 
     }
   }
   if (candidates.empty()) return;
-  TrieWalker walker(d, nodes_, /*lookahead=*/false);
+  thread_local TrieWalker walker;
+  walker.bind(d, nodes_, /*lookahead=*/false);
   walker.walk(start, candidates, [&](int32_t idx, const StepResult* end, const StepResult*) {
     if (end != nullptr && !end->overflow && (!end->tops.empty() || end->can_terminate)) {
       set_bit(mask, vocab.sorted_tokens()[idx]);
