@@ -111,9 +111,9 @@ JsonSchemaConverter::JsonSchemaConverter(const Json& root_schema, const JsonSche
     : root_schema_(root_schema), options_(options) {}
 
 Expected<std::string> JsonSchemaConverter::convert_root() {
-  const std::string root = reserve_rule(options_.root_rule);
+  root_name_ = reserve_rule(options_.root_rule);
   PAGODA_ASSIGN_OR_RETURN(std::string body, convert(root_schema_, "", options_.root_rule));
-  set_rule(root, body);
+  set_rule(root_name_, body);
   return grammar_text();
 }
 
@@ -219,7 +219,7 @@ Expected<std::string> JsonSchemaConverter::convert_ref(const Json& schema, const
   const Json* target = resolve_pointer(target_pointer);
   if (target == nullptr) return schema_error("$ref '" + ref + "' points nowhere", ref_pointer);
   // "#" is the root, whose rule convert_root reserved first and fills.
-  if (target_pointer.empty()) return ref_rules_[ref] = options_.rule_prefix + options_.root_rule;
+  if (target_pointer.empty()) return ref_rules_[ref] = root_name_;
   // Named after the definition, and made before its body so that the body may refer to it.
   const std::string target_hint = target_pointer.substr(target_pointer.rfind('/') + 1);
   const std::string name = reserve_rule(target_hint.empty() ? hint : target_hint);

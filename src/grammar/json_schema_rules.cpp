@@ -32,8 +32,8 @@ std::string parenthesized(const std::string& inner, const char* suffix) {
 }
 
 std::string JsonSchemaConverter::reserve_rule(const std::string& hint) {
-  std::string base = options_.rule_prefix;
-  for (char c : hint) {
+  std::string base;
+  for (char c : options_.rule_prefix + hint) {
     const bool allowed = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
     base += allowed ? c : '-';
   }

@@ -145,6 +145,21 @@ TEST(JsonSchema, RootRuleNameIsAnOption) {
   EXPECT_TRUE(parse_gbnf(*text, "args").ok());
 }
 
+TEST(JsonSchema, RuleNamesKeepLettersDigitsAndDashes) {
+  JsonSchemaOptions options;
+  options.rule_prefix = "fn_get.weather/";
+  auto text = json_schema_to_gbnf(Json::parse(R"({"type":"object","properties":{"next city":{"anyOf":[
+      {"$ref":"#"},{"type":"null"}]}},"required":["next city"],"additionalProperties":false})"), options);
+  ASSERT_TRUE(text.ok()) << text.status().message();
+  EXPECT_TRUE(text->starts_with("fn-get-weather-root ::= ")) << *text;
+  auto grammar = parse_gbnf(*text, "fn-get-weather-root");
+  ASSERT_TRUE(grammar.ok()) << grammar.status().message() << "\n" << *text;
+  auto compiled = compile_grammar(*grammar, VocabIndex::create({}, {}));
+  ASSERT_TRUE(compiled.ok());
+  EXPECT_TRUE(matches(*compiled, R"({"next city": {"next city": null}})"));
+  EXPECT_FALSE(matches(*compiled, R"({"next city": {}})"));
+}
+
 TEST(JsonSchema, CompactAllowsNoWhitespace) {
   JsonSchemaOptions options;
   options.compact = true;
