@@ -34,13 +34,16 @@
 // - Strings: escapes per RFC 8259 (\" \\ \/ \b \f \n \r \t \uXXXX), no raw control
 //   characters; with a pattern or format only the canonical escapes (\" \\ \b \f \n \r
 //   \t, \u00XX for other controls). minLength/maxLength count code points (an escape is
-//   one); beside pattern or a known format they are an error.
+//   one); beside pattern or a known format they are an error. maxLength and maxItems
+//   above options.max_counted_repetition are not enforced.
+// - Nesting: schemas deeper than kMaxSchemaDepth are refused.
 // - Whitespace (the rule "ws", between tokens: after '{' '[' ':' ',' and before '}' ']'):
 //   nothing, one space, or one newline followed by up to max_indent spaces. Compact
 //   and pretty-printed JSON (any indentation width, up to max_indent deep) both fit, and
 //   a model cannot loop on whitespace. options.compact allows none at all. The document
 //   has no whitespace before or after it.
 
+#include <cstddef>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -48,6 +51,8 @@
 #include "core/status.h"
 
 namespace pagoda::grammar {
+
+inline constexpr int kMaxSchemaDepth = 100;  // nested schemas, $ref targets included
 
 struct JsonSchemaOptions {
   std::string root_rule = "root";
@@ -58,6 +63,9 @@ struct JsonSchemaOptions {
   bool compact = false;    // no whitespace between tokens
   int max_indent = 40;     // spaces after a newline in the whitespace rule
   bool strict_properties = false;  // additionalProperties absent means false
+  // maxLength and maxItems above this are not enforced: each counted character or item is
+  // grammar the compiler works through, and a model seldom runs that long anyway.
+  size_t max_counted_repetition = 256;
 };
 
 Expected<std::string> json_schema_to_gbnf(const nlohmann::ordered_json& schema,

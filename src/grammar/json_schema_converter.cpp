@@ -132,6 +132,14 @@ Expected<std::string> JsonSchemaConverter::rule_for(const Json& schema, const st
 
 Expected<std::string> JsonSchemaConverter::convert(const Json& schema, const std::string& pointer,
                                                    const std::string& hint) {
+  struct DepthGuard {
+    int& depth;
+    explicit DepthGuard(int& d) : depth(++d) {}
+    ~DepthGuard() { --depth; }
+  } guard(depth_);
+  if (depth_ > kMaxSchemaDepth) {
+    return schema_error("schema nested deeper than " + std::to_string(kMaxSchemaDepth) + " levels", pointer);
+  }
   if (schema.is_boolean()) {
     if (schema.get<bool>()) return shared_rule("value");
     return schema_error("schema false (no value allowed) is unsupported here", pointer);

@@ -85,6 +85,7 @@ class JsonSchemaConverter {
   const Json& root_schema_;
   JsonSchemaOptions options_;
   std::string root_name_;  // the root rule, which "$ref": "#" names
+  int depth_ = 0;          // convert() calls in progress
   std::vector<std::pair<std::string, std::string>> rules_;  // name, body, in order made
   std::map<std::string, size_t> rule_index_;                // name -> index in rules_
   std::map<std::string, std::string> shared_rules_;         // kind -> rule name

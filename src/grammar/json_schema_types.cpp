@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "grammar/choice_gbnf.h"
+#include "grammar/grammar.h"
 #include "grammar/json_schema_converter.h"
 #include "grammar/json_schema_formats.h"
 #include "grammar/json_schema_ranges.h"
@@ -27,17 +28,25 @@ Expected<std::optional<size_t>> count_keyword(const Json& schema, const char* ke
     return schema_error(std::string(keyword) + " must be a non-negative integer",
                         json_pointer_child(pointer, keyword));
   }
-  return std::optional<size_t>(static_cast<size_t>(value.get<double>()));
+  return std::optional<size_t>(static_cast<size_t>(std::min(value.get<double>(), 1e15)));
 }
 
+// minLength/maxLength or minItems/maxItems. Each counted step is grammar to compile: a
+// maximum above max_counted is not enforced, a minimum above the grammar's repetition
+// limit is an error.
 Expected<std::pair<size_t, std::optional<size_t>>> count_bounds(const Json& schema, const char* min_keyword,
                                                                 const char* max_keyword,
-                                                                const std::string& pointer) {
+                                                                const std::string& pointer, size_t max_counted) {
   PAGODA_ASSIGN_OR_RETURN(std::optional<size_t> min, count_keyword(schema, min_keyword, pointer));
   PAGODA_ASSIGN_OR_RETURN(std::optional<size_t> max, count_keyword(schema, max_keyword, pointer));
   if (min && max && *min > *max) {
     return schema_error(std::string(min_keyword) + " above " + max_keyword, pointer);
   }
+  if (min && *min > static_cast<size_t>(Grammar::kMaxRepetition)) {
+    return schema_error(std::string(min_keyword) + " above " + std::to_string(Grammar::kMaxRepetition) +
+                            " is unsupported", json_pointer_child(pointer, min_keyword));
+  }
+  if (max && *max > max_counted) max.reset();
   return std::make_pair(min.value_or(0), max);
 }
 
@@ -108,7 +117,7 @@ Expected<std::string> JsonSchemaConverter::convert_string(const Json& schema, co
     return gbnf_sequence({kQuote, *content, kQuote});
   }
   if (!has_lengths) return shared_rule("string");
-  PAGODA_ASSIGN_OR_RETURN(auto lengths, count_bounds(schema, "minLength", "maxLength", pointer));
+  PAGODA_ASSIGN_OR_RETURN(auto lengths, count_bounds(schema, "minLength", "maxLength", pointer, options_.max_counted_repetition));
   (void)hint;
   return gbnf_sequence({kQuote, gbnf_repeat(json_string_char(), lengths.first, lengths.second), kQuote});
 }
@@ -171,7 +180,7 @@ Expected<std::string> JsonSchemaConverter::convert_array(const Json& schema, con
       prefix.push_back(std::move(item));
     }
   }
-  PAGODA_ASSIGN_OR_RETURN(auto counts, count_bounds(schema, "minItems", "maxItems", pointer));
+  PAGODA_ASSIGN_OR_RETURN(auto counts, count_bounds(schema, "minItems", "maxItems", pointer, options_.max_counted_repetition));
   auto [min, max] = counts;
   const size_t k = prefix.size();
   std::string item;  // rule name of the items after the prefix; empty: none allowed

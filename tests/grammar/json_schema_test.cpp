@@ -104,6 +104,23 @@ TEST(JsonSchemaErrors, InvalidSchemasNameThePlace) {
   EXPECT_EQ(error_of("false"), "schema false (no value allowed) is unsupported here at the schema root");
 }
 
+TEST(JsonSchemaErrors, LimitsOfSizeAndDepth) {
+  std::string deep = "{}";
+  for (int i = 0; i < 200; ++i) deep = R"({"type":"array","items":)" + deep + "}";
+  EXPECT_EQ(error_of(deep).substr(0, 36), "schema nested deeper than 100 levels");
+  EXPECT_EQ(error_of(R"({"type":"string","minLength":20000})"), "minLength above 10000 is unsupported at /minLength");
+  EXPECT_EQ(error_of(R"({"type":"array","minItems":1e300})"), "minItems above 10000 is unsupported at /minItems");
+}
+
+TEST(JsonSchema, LongMaximaAreNotCounted) {
+  JsonSchemaOptions options;
+  options.max_counted_repetition = 4;
+  auto grammar = compile_schema(R"({"type":"array","items":{"type":"string","maxLength":4},"maxItems":5})", options);
+  ASSERT_NE(grammar, nullptr);
+  EXPECT_TRUE(matches(grammar, R"(["abcd","","a","b","c","d","e"])"));  // maxItems 5 above 4: not enforced
+  EXPECT_FALSE(matches(grammar, R"(["abcde"])"));                      // maxLength 4 is
+}
+
 TEST(JsonSchema, RulePrefixLetsSchemasShareOneGrammar) {
   JsonSchemaOptions weather;
   weather.rule_prefix = "weather-";
