@@ -132,6 +132,11 @@ TEST(RegexToGbnf, ErrorsNameTheConstructAndOffset) {
       {"\\xZZ", "regex: bad hexadecimal escape at offset 0 in '\\xZZ'"},
       {"\\q", "regex: escape '\\q' (unsupported) at offset 0 in '\\q'"},
       {"[[:alpha:]]", "regex: POSIX class '[:' (unsupported) at offset 1 in '[[:alpha:]]'"},
+      {"(a{1000}){1000}",
+       "regex: pattern larger than 100000 characters once its repetitions are written out at offset 0 in "
+       "'(a{1000}){1000}'"},
+      {std::string(300, '(') + std::string(300, ')'),
+       "regex: groups nested deeper than 200 at offset 200 in '" + std::string(300, '(') + std::string(300, ')') + "'"},
   };
   for (const auto& [pattern, message] : cases) {
     auto text = regex_to_gbnf(pattern);
