@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <functional>
 #include <mutex>
 #include <thread>
 
@@ -168,14 +167,21 @@ std::vector<char> recursive_rules(const std::vector<std::vector<Sequence>>& alts
 }
 
 // Inlines references to small rules that are not recursive, so that runs of characters
-// stay inside one rule (fewer tokens cross a rule's end, fewer uncertain tokens). The
-// language is unchanged.
+// stay inside one rule (fewer tokens cross a rule's end, fewer uncertain tokens): a rule
+// of one short alternative anywhere, a rule of a few alternatives only into a short
+// alternative (such as a repetition's `X h`), where copying the alternative per choice
+// costs little. The language is unchanged; the positions added are bounded.
 void inline_small_rules(std::vector<std::vector<Sequence>>& alts, int32_t root) {
   constexpr size_t kMaxInlineAlternatives = 8;   // of a rule to inline
-  constexpr size_t kMaxInlineLength = 32;        // elements of each of its alternatives
+  constexpr size_t kMaxInlineLength = 16;        // elements of each of its alternatives
+  constexpr size_t kMaxHostLength = 6;           // of an alternative to inline a choice into
   constexpr size_t kMaxAlternatives = 32;        // of a rule after inlining into it
-  constexpr size_t kMaxElements = 1024;          // of a rule after inlining into it
   const int32_t n = static_cast<int32_t>(alts.size());
+  size_t total = 0;
+  for (const auto& ra : alts) {
+    for (const Sequence& a : ra) total += a.size() + 1;
+  }
+  size_t budget = total + 4096;  // elements the inlining may add
   const std::vector<char> recursive = recursive_rules(alts);
   std::vector<char> small(n, 0);
   for (int32_t r = 0; r < n; ++r) {
@@ -184,24 +190,56 @@ void inline_small_rules(std::vector<std::vector<Sequence>>& alts, int32_t root) 
     for (const Sequence& a : alts[r]) ok = ok && a.size() <= kMaxInlineLength;
     small[r] = ok;
   }
-  std::vector<char> done(n, 0);
-  std::function<void(int32_t)> expand = [&](int32_t r) {
-    if (done[r]) return;
-    done[r] = 1;
+  // Small rules first (they reference no rule that reaches them back): iterative
+  // post-order over references to small rules.
+  std::vector<int32_t> order;
+  std::vector<char> state(n, 0);  // 0 new, 1 open, 2 done
+  for (int32_t s = 0; s < n; ++s) {
+    if (state[s]) continue;
+    std::vector<std::pair<int32_t, size_t>> dfs{{s, 0}};  // rule, next (alternative, element) flattened
+    state[s] = 1;
+    while (!dfs.empty()) {
+      auto& [r, next] = dfs.back();
+      size_t k = next;
+      int32_t child = -1;
+      for (size_t a = 0, base = 0; a < alts[r].size() && child < 0; base += alts[r][a].size(), ++a) {
+        for (size_t e = 0; e < alts[r][a].size(); ++e) {
+          if (base + e < k) continue;
+          k = base + e + 1;
+          const Element& el = alts[r][a][e];
+          if (el.is_rule_ref() && small[el.rule] && state[el.rule] == 0) {
+            child = el.rule;
+            break;
+          }
+        }
+      }
+      if (child < 0) {
+        order.push_back(r);
+        state[r] = 2;
+        dfs.pop_back();
+        continue;
+      }
+      next = k;
+      state[child] = 1;
+      dfs.push_back({child, 0});
+    }
+  }
+  for (const int32_t r : order) {
     std::vector<Sequence> out;
     for (const Sequence& alt : alts[r]) {
       std::vector<Sequence> partial{Sequence{}};
       for (const Element& e : alt) {
         bool inlined = false;
         if (e.is_rule_ref() && small[e.rule] && e.rule != r) {
-          expand(e.rule);
           const std::vector<Sequence>& body = alts[e.rule];
-          size_t total = 0;
-          for (const Sequence& p : partial) total += p.size();
           size_t body_len = 0;
           for (const Sequence& b : body) body_len += b.size();
-          const size_t grown = out.size() + partial.size() * body.size();
-          if (grown <= kMaxAlternatives && total * body.size() + partial.size() * body_len <= kMaxElements) {
+          const bool single = body.size() == 1;
+          const bool fits = single || (alt.size() <= kMaxHostLength &&
+                                       out.size() + partial.size() * body.size() <= kMaxAlternatives);
+          const size_t added = partial.size() * (body_len + body.size() * alt.size());
+          if (fits && added <= budget) {
+            budget -= added;
             std::vector<Sequence> next;
             for (const Sequence& p : partial) {
               for (const Sequence& b : body) {
@@ -221,8 +259,7 @@ void inline_small_rules(std::vector<std::vector<Sequence>>& alts, int32_t root) 
       for (Sequence& p : partial) out.push_back(std::move(p));
     }
     alts[r] = std::move(out);
-  };
-  for (int32_t r = 0; r < n; ++r) expand(r);
+  }
 }
 
 Status build_tables(CompiledData& d) {
@@ -349,25 +386,7 @@ void classify_position(const CompiledData& d, uint32_t p, TrieWalker& walker, st
   nodes.clear();
   std::vector<int32_t> accepted;
   std::vector<int32_t> uncertain;
-  struct AllSorted {
-    int32_t n;
-    struct It {
-      int32_t i;
-      int32_t operator*() const { return i; }
-      It& operator++() {
-        ++i;
-        return *this;
-      }
-      bool operator!=(const It& o) const { return i != o.i; }
-    };
-    It begin() const { return {0}; }
-    It end() const { return {n}; }
-  } all{static_cast<int32_t>(vocab.sorted_tokens().size())};
-  walker.walk(start, all, [&](int32_t idx, const StepResult* end, const StepResult* dead_at) {
-    if (end == nullptr) {
-      if (dead_at->overflow) uncertain.push_back(idx);
-      return;
-    }
+  auto on_token = [&](int32_t idx, const StepResult* end) {
     if (end->overflow) {
       uncertain.push_back(idx);
       return;
@@ -387,7 +406,12 @@ void classify_position(const CompiledData& d, uint32_t p, TrieWalker& walker, st
     } else if (escaped) {
       uncertain.push_back(idx);
     }
-  });
+  };
+  auto on_dead = [&](int32_t begin, int32_t end, const StepResult* at) {
+    if (!at->overflow) return;  // rejected
+    for (int32_t i = begin; i < end; ++i) uncertain.push_back(i);
+  };
+  walker.walk_range(start, 0, static_cast<int32_t>(vocab.sorted_tokens().size()), on_token, on_dead);
   std::sort(accepted.begin(), accepted.end());
   const size_t words = bitmask_words(vocab.n_vocab());
   if (accepted.size() > words) {

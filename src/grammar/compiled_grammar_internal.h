@@ -146,10 +146,13 @@ class Stepper {
   size_t visited_count_ = 0;
 };
 
-// Walks `candidates` (ascending indices into the vocabulary's sorted tokens) from the
-// tops `start`, sharing the work on common prefixes, and calls
-// on_token(sorted_index, const StepResult* end) with the state after the token's last
-// byte (nullptr when a byte before that had no stack left).
+// Walks tokens in trie order from the tops `start`, sharing the work on common
+// prefixes, and calls on_token(sorted_index, end) with the state after the token's last
+// byte, or end == nullptr when the token died before it; on_dead(begin, end, state) is
+// called instead for a run [begin, end) of sorted indices skipped because their common
+// prefix died (`state`: where it died, overflow set when a bound was hit).
+//   walk_range: every sorted index in [begin, end) (dead prefixes skipped whole).
+//   walk_list:  ascending sorted indices (a few), each walked.
 class TrieWalker {
  public:
   TrieWalker() = default;
@@ -161,54 +164,85 @@ class TrieWalker {
   }
   const Stepper& stepper() const { return stepper_; }
 
-  template <typename Candidates, typename OnToken>
-  void walk(const StepResult& start, const Candidates& candidates, OnToken&& on_token);
+  template <typename OnToken, typename OnDead>
+  void walk_range(const StepResult& start, int32_t begin, int32_t end, OnToken&& on_token, OnDead&& on_dead);
+  template <typename OnToken>
+  void walk_list(const StepResult& start, const std::vector<int32_t>& candidates, OnToken&& on_token);
 
  private:
+  void begin_walk(const StepResult& start);
+  // Advances from the states shared with the previous token to the end of `t`; returns
+  // the depth reached (t.size() when the token lives).
+  size_t advance(std::string_view t);
+
   const CompiledData* g_ = nullptr;
   std::vector<Node>* nodes_ = nullptr;
   Stepper stepper_;
   std::vector<StepResult> depth_;  // depth_[d]: after the first d bytes of the current token
-  std::vector<size_t> mark_;       // nodes_.size() when depth_[d] was made
+  std::vector<size_t> mark_;       // nodes_->size() when depth_[d] was made
+  std::string_view prev_;
+  size_t computed_ = 0;  // depth_[0..computed_] hold prev_'s prefixes
 };
 
-template <typename Candidates, typename OnToken>
-void TrieWalker::walk(const StepResult& start, const Candidates& candidates, OnToken&& on_token) {
-  const VocabIndex& vocab = *g_->vocab;
-  const size_t max_len = static_cast<size_t>(vocab.max_token_length());
+inline void TrieWalker::begin_walk(const StepResult& start) {
+  const size_t max_len = static_cast<size_t>(g_->vocab->max_token_length());
   if (depth_.size() < max_len + 1) depth_.resize(max_len + 1);
   mark_.assign(max_len + 1, 0);
   depth_[0].clear();
   depth_[0].tops = start.tops;
   depth_[0].can_terminate = start.can_terminate;
   mark_[0] = nodes_->size();
-  std::string_view prev;
-  size_t computed = 0;  // depth_[0..computed] hold prev's prefixes
-  bool any = false;
+  prev_ = {};
+  computed_ = 0;
+}
+
+inline size_t TrieWalker::advance(std::string_view t) {
+  size_t l = 0;
+  const size_t lim = std::min({prev_.size(), t.size(), computed_});
+  while (l < lim && prev_[l] == t[l]) ++l;
+  size_t d = l;
+  nodes_->resize(mark_[d]);
+  while (d < t.size()) {
+    if (depth_[d].tops.empty() || depth_[d].overflow) break;
+    stepper_.step(depth_[d].tops, static_cast<uint8_t>(t[d]), depth_[d + 1]);
+    ++d;
+    mark_[d] = nodes_->size();
+  }
+  computed_ = d;
+  prev_ = t;
+  return d;
+}
+
+template <typename OnToken, typename OnDead>
+void TrieWalker::walk_range(const StepResult& start, int32_t begin, int32_t end, OnToken&& on_token,
+                            OnDead&& on_dead) {
+  const VocabIndex& vocab = *g_->vocab;
+  begin_walk(start);
+  for (int32_t idx = begin; idx < end;) {
+    const std::string_view t = vocab.sorted_bytes(idx);
+    const size_t d = advance(t);
+    if (d == t.size()) {
+      on_token(idx, static_cast<const StepResult*>(&depth_[d]));
+      ++idx;
+      continue;
+    }
+    // The first d bytes of t lead nowhere (or past a bound): so does every token after
+    // it that starts with them.
+    const int32_t skip_to = std::min(end, vocab.prefix_end(idx, d));
+    on_dead(idx, skip_to, static_cast<const StepResult*>(&depth_[d]));
+    idx = skip_to;
+  }
+  nodes_->resize(mark_[0]);
+}
+
+template <typename OnToken>
+void TrieWalker::walk_list(const StepResult& start, const std::vector<int32_t>& candidates, OnToken&& on_token) {
+  const VocabIndex& vocab = *g_->vocab;
+  begin_walk(start);
   for (const int32_t idx : candidates) {
     const std::string_view t = vocab.sorted_bytes(idx);
-    size_t l = 0;
-    if (any) {
-      const size_t lim = std::min({prev.size(), t.size(), computed});
-      while (l < lim && prev[l] == t[l]) ++l;
-    }
-    any = true;
-    size_t d = l;
-    nodes_->resize(mark_[d]);
-    bool dead = false;
-    while (d < t.size()) {
-      if (depth_[d].tops.empty() || depth_[d].overflow) {
-        dead = true;
-        break;
-      }
-      StepResult& next = depth_[d + 1];
-      stepper_.step(depth_[d].tops, static_cast<uint8_t>(t[d]), next);
-      ++d;
-      mark_[d] = nodes_->size();
-    }
-    computed = d;
-    prev = t;
-    on_token(idx, dead ? static_cast<const StepResult*>(nullptr) : &depth_[t.size()], dead ? &depth_[d] : nullptr);
+    const size_t d = advance(t);
+    on_token(idx, d == t.size() ? static_cast<const StepResult*>(&depth_[d]) : nullptr);
   }
   nodes_->resize(mark_[0]);
 }

@@ -156,20 +156,19 @@ void GrammarMatcher::fill_next_token_bitmask(std::span<uint32_t> bitmask) const 
   }
   const bool exact = static_cast<int32_t>(state_.tops.size()) > kSafeTops ||
                      static_cast<int64_t>(depth) + d.max_local_depth + 1 >= kMaxStackDepth;
-  if (exact) {
-    // Beyond what the precomputed sets vouch for: every token is checked.
-    const int32_t n = static_cast<int32_t>(vocab.sorted_tokens().size());
-    candidates.resize(static_cast<size_t>(n));
-    for (int32_t i = 0; i < n; ++i) candidates[i] = i;
-  } else if (partial) {
-    // Mid-character: only tokens starting with a continuation byte can follow, a short
-    // range of the sorted vocabulary.
-    const std::vector<int32_t>& sorted = vocab.sorted_tokens();
-    auto lo = std::lower_bound(sorted.begin(), sorted.end(), std::string_view("\x80", 1),
-                               [&](int32_t id, std::string_view v) { return vocab.token_bytes(id) < v; });
-    auto hi = std::lower_bound(sorted.begin(), sorted.end(), std::string_view("\xC0", 1),
-                               [&](int32_t id, std::string_view v) { return vocab.token_bytes(id) < v; });
-    for (auto it = lo; it != hi; ++it) candidates.push_back(static_cast<int32_t>(it - sorted.begin()));
+  thread_local TrieWalker walker;
+  walker.bind(d, nodes_, /*lookahead=*/false);
+  auto set_if_alive = [&](int32_t idx, const StepResult* end) {
+    if (end != nullptr && !end->overflow && (!end->tops.empty() || end->can_terminate)) {
+      set_bit(mask, vocab.sorted_tokens()[idx]);
+    }
+  };
+  auto ignore_dead = [](int32_t, int32_t, const StepResult*) {};
+  if (exact || partial) {
+    // Beyond what the precomputed sets vouch for, or mid-character (where only tokens
+    // starting with a continuation byte survive the first level): every token checked.
+    walker.walk_range(start, 0, static_cast<int32_t>(vocab.sorted_tokens().size()), set_if_alive, ignore_dead);
+    return;
   } else {
     // Tops are sorted by position: each distinct position adds its precomputed sets.
     bool first = true;
@@ -219,13 +218,7 @@ void GrammarMatcher::fill_next_token_bitmask(std::span<uint32_t> bitmask) const 
     }
   }
   if (candidates.empty()) return;
-  thread_local TrieWalker walker;
-  walker.bind(d, nodes_, /*lookahead=*/false);
-  walker.walk(start, candidates, [&](int32_t idx, const StepResult* end, const StepResult*) {
-    if (end != nullptr && !end->overflow && (!end->tops.empty() || end->can_terminate)) {
-      set_bit(mask, vocab.sorted_tokens()[idx]);
-    }
-  });
+  walker.walk_list(start, candidates, set_if_alive);
 }
 
 }  // namespace pagoda::grammar
