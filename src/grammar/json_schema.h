@@ -25,7 +25,9 @@
 //   takes any members.
 // - Sibling keywords of anyOf/oneOf/allOf are merged into each branch (properties and
 //   required joined); with enum or const present the other validation keywords are not
-//   applied (the listed values are what is generated).
+//   applied (the listed values are what is generated). A const or enum value is written
+//   as its JSON text (1.0 stays "1.0", strings with their canonical escapes), with the
+//   whitespace rule between the tokens of an object or array.
 // - Integers: no leading zeros, no fraction or exponent (1.0 is not generated). Bounds
 //   give exact digit-level ranges (and no "-0") within the 64-bit integers; beyond
 //   them, a bound on the open side is no bound, one on the other side an error.
