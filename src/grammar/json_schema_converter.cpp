@@ -76,6 +76,22 @@ std::vector<std::string> inferred_types(const Json& schema) {
   return types;
 }
 
+// The types "type" names, or without it the types the keywords imply (none: any value).
+Expected<std::vector<std::string>> schema_types(const Json& schema, const std::string& pointer) {
+  if (!schema.contains("type")) return inferred_types(schema);
+  const Json& type = schema["type"];
+  const Status bad_type = invalid_argument("type must be a string or a list of strings at " +
+                                           json_pointer_child(pointer, "type"));
+  if (type.is_string()) return std::vector<std::string>{type.get<std::string>()};
+  if (!type.is_array() || type.empty()) return bad_type;
+  std::vector<std::string> types;
+  for (const Json& one : type) {
+    if (!one.is_string()) return bad_type;
+    types.push_back(one.get<std::string>());
+  }
+  return types;
+}
+
 }  // namespace
 
 std::string json_pointer_child(const std::string& pointer, const std::string& key) {
@@ -158,30 +174,9 @@ Expected<std::string> JsonSchemaConverter::convert(const Json& schema, const std
   for (const char* keyword : {"anyOf", "oneOf"}) {
     if (schema.contains(keyword)) return convert_union(schema, keyword, pointer, hint);
   }
-  if (schema.contains("allOf")) {
-    const Json& all = schema["allOf"];
-    const std::string all_pointer = json_pointer_child(pointer, "allOf");
-    if (!all.is_array() || all.empty()) return schema_error("allOf must be a non-empty array", all_pointer);
-    if (all.size() > 1) return schema_error("allOf with more than one subschema is unsupported", all_pointer);
-    const Json siblings = validation_siblings(schema, "allOf");
-    if (all[0].is_boolean() && all[0].get<bool>()) return convert(siblings, pointer, hint);
-    const Json merged = siblings.empty() ? all[0] : merge_schemas(siblings, all[0]);
-    return convert(merged, json_pointer_child(all_pointer, "0"), hint);
-  }
-  std::vector<std::string> types;
-  if (!schema.contains("type")) {
-    types = inferred_types(schema);
-    if (types.empty()) return shared_rule("value");
-  } else if (schema["type"].is_string()) {
-    types.push_back(schema["type"].get<std::string>());
-  } else if (schema["type"].is_array() && !schema["type"].empty()) {
-    for (const Json& type : schema["type"]) {
-      if (!type.is_string()) return schema_error("type must be a string or a list of strings", json_pointer_child(pointer, "type"));
-      types.push_back(type.get<std::string>());
-    }
-  } else {
-    return schema_error("type must be a string or a list of strings", json_pointer_child(pointer, "type"));
-  }
+  if (schema.contains("allOf")) return convert_all_of(schema, pointer, hint);
+  PAGODA_ASSIGN_OR_RETURN(std::vector<std::string> types, schema_types(schema, pointer));
+  if (types.empty()) return shared_rule("value");
   std::vector<std::string> parts;
   for (const std::string& type : types) {
     const std::string type_hint = types.size() > 1 ? hint + "-" + type : hint;
@@ -189,6 +184,18 @@ Expected<std::string> JsonSchemaConverter::convert(const Json& schema, const std
     parts.push_back(std::move(part));
   }
   return gbnf_alternatives(parts);
+}
+
+Expected<std::string> JsonSchemaConverter::convert_all_of(const Json& schema, const std::string& pointer,
+                                                          const std::string& hint) {
+  const Json& all = schema["allOf"];
+  const std::string all_pointer = json_pointer_child(pointer, "allOf");
+  if (!all.is_array() || all.empty()) return schema_error("allOf must be a non-empty array", all_pointer);
+  if (all.size() > 1) return schema_error("allOf with more than one subschema is unsupported", all_pointer);
+  const Json siblings = validation_siblings(schema, "allOf");
+  if (all[0].is_boolean() && all[0].get<bool>()) return convert(siblings, pointer, hint);
+  const Json merged = siblings.empty() ? all[0] : merge_schemas(siblings, all[0]);
+  return convert(merged, json_pointer_child(all_pointer, "0"), hint);
 }
 
 Status JsonSchemaConverter::check_keywords(const Json& schema, const std::string& pointer) const {

@@ -42,6 +42,8 @@ class JsonSchemaConverter {
                                  const std::string& hint);
   Expected<std::string> convert_union(const Json& schema, const std::string& keyword,
                                       const std::string& pointer, const std::string& hint);
+  Expected<std::string> convert_all_of(const Json& schema, const std::string& pointer,
+                                       const std::string& hint);
   Expected<std::string> convert_enum(const Json& schema, const std::string& pointer,
                                      const std::string& hint);
   Expected<std::string> convert_typed(const Json& schema, const std::string& type,
