@@ -170,7 +170,7 @@ Expected<std::string> JsonSchemaConverter::convert(const Json& schema, const std
     }
     return convert_ref(schema, pointer, hint);
   }
-  if (schema.contains("const") || schema.contains("enum")) return convert_enum(schema, pointer, hint);
+  if (schema.contains("const") || schema.contains("enum")) return convert_enum(schema, pointer);
   for (const char* keyword : {"anyOf", "oneOf"}) {
     if (schema.contains(keyword)) return convert_union(schema, keyword, pointer, hint);
   }
@@ -211,9 +211,9 @@ Status JsonSchemaConverter::check_keywords(const Json& schema, const std::string
 Expected<std::string> JsonSchemaConverter::convert_typed(const Json& schema, const std::string& type,
                                                          const std::string& pointer,
                                                          const std::string& hint) {
-  if (type == "string") return convert_string(schema, pointer, hint);
-  if (type == "number") return convert_number(schema, /*integer=*/false, pointer, hint);
-  if (type == "integer") return convert_number(schema, /*integer=*/true, pointer, hint);
+  if (type == "string") return convert_string(schema, pointer);
+  if (type == "number") return convert_number(schema, /*integer=*/false, pointer);
+  if (type == "integer") return convert_number(schema, /*integer=*/true, pointer);
   if (type == "boolean") return shared_rule("boolean");
   if (type == "null") return shared_rule("null");
   if (type == "object") return convert_object(schema, pointer, hint);
@@ -302,8 +302,7 @@ Expected<std::string> JsonSchemaConverter::convert_union(const Json& schema, con
   return gbnf_alternatives(parts);
 }
 
-Expected<std::string> JsonSchemaConverter::convert_enum(const Json& schema, const std::string& pointer,
-                                                        const std::string&) {
+Expected<std::string> JsonSchemaConverter::convert_enum(const Json& schema, const std::string& pointer) {
   if (schema.contains("const")) return value_literal(schema["const"]);
   const Json& values = schema["enum"];
   if (!values.is_array() || values.empty()) {

@@ -44,16 +44,13 @@ class JsonSchemaConverter {
                                       const std::string& pointer, const std::string& hint);
   Expected<std::string> convert_all_of(const Json& schema, const std::string& pointer,
                                        const std::string& hint);
-  Expected<std::string> convert_enum(const Json& schema, const std::string& pointer,
-                                     const std::string& hint);
+  Expected<std::string> convert_enum(const Json& schema, const std::string& pointer);
   Expected<std::string> convert_typed(const Json& schema, const std::string& type,
                                       const std::string& pointer, const std::string& hint);
 
   // json_schema_types.cpp: one JSON type each (objects below).
-  Expected<std::string> convert_string(const Json& schema, const std::string& pointer,
-                                       const std::string& hint);
-  Expected<std::string> convert_number(const Json& schema, bool integer,
-                                       const std::string& pointer, const std::string& hint);
+  Expected<std::string> convert_string(const Json& schema, const std::string& pointer);
+  Expected<std::string> convert_number(const Json& schema, bool integer, const std::string& pointer);
   Expected<std::string> convert_array(const Json& schema, const std::string& pointer,
                                       const std::string& hint);
   std::string value_literal(const Json& value);  // this exact value, any whitespace

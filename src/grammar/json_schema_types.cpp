@@ -2,7 +2,6 @@
 // literal of a const or enum value (objects: json_schema_objects.cpp).
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <optional>
 
 #include "grammar/choice_gbnf.h"
@@ -93,8 +92,7 @@ constexpr long double kInt64Max = 9223372036854775807.0L;
 
 }  // namespace
 
-Expected<std::string> JsonSchemaConverter::convert_string(const Json& schema, const std::string& pointer,
-                                                          const std::string& hint) {
+Expected<std::string> JsonSchemaConverter::convert_string(const Json& schema, const std::string& pointer) {
   const bool has_lengths = schema.contains("minLength") || schema.contains("maxLength");
   if (schema.contains("format")) {
     if (!schema["format"].is_string()) {
@@ -118,12 +116,11 @@ Expected<std::string> JsonSchemaConverter::convert_string(const Json& schema, co
   }
   if (!has_lengths) return shared_rule("string");
   PAGODA_ASSIGN_OR_RETURN(auto lengths, count_bounds(schema, "minLength", "maxLength", pointer, options_.max_counted_repetition));
-  (void)hint;
   return gbnf_sequence({kQuote, gbnf_repeat(json_string_char(), lengths.first, lengths.second), kQuote});
 }
 
 Expected<std::string> JsonSchemaConverter::convert_number(const Json& schema, bool integer,
-                                                          const std::string& pointer, const std::string&) {
+                                                          const std::string& pointer) {
   PAGODA_ASSIGN_OR_RETURN(std::optional<Bound> lower, read_bound(schema, /*lower=*/true, pointer));
   PAGODA_ASSIGN_OR_RETURN(std::optional<Bound> upper, read_bound(schema, /*lower=*/false, pointer));
   if (!lower && !upper) return shared_rule(integer ? "integer" : "number");
