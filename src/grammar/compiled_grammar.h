@@ -28,7 +28,8 @@ struct CompiledData;  // compiled_grammar_internal.h
 
 struct CompileStats {
   int32_t n_positions = 0;        // character-class positions
-  int64_t n_accepted = 0;         // token classifications, summed over positions
+  int32_t n_classified = 0;       // distinct token sets (positions alike share one)
+  int64_t n_accepted = 0;         // token classifications, summed over the distinct sets
   int64_t n_rejected = 0;
   int64_t n_uncertain = 0;
   int32_t max_uncertain = 0;      // largest uncertain set of one position

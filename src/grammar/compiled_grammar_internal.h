@@ -76,6 +76,7 @@ struct CompiledData {
   std::vector<int32_t> token_set_of;  // per position: index into token_sets, -1 when none
   uint32_t max_local_depth = 0;       // deepest stack growth in the compiler's walks
   std::vector<PositionTokens> token_sets;
+  std::vector<uint32_t> set_position;  // per token set: the position it was classified at
 };
 
 // The tops a byte (or a closure) leads to.
