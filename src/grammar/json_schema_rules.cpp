@@ -1,4 +1,5 @@
 // JsonSchemaConverter's rules: names, the shared rules of JSON's grammar, the text.
+#include "grammar/grammar.h"
 #include "grammar/json_schema_converter.h"
 #include "grammar/regex_to_gbnf.h"
 
@@ -32,11 +33,7 @@ std::string parenthesized(const std::string& inner, const char* suffix) {
 }
 
 std::string JsonSchemaConverter::reserve_rule(const std::string& hint) {
-  std::string base;
-  for (char c : options_.rule_prefix + hint) {
-    const bool allowed = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-    base += allowed ? c : '-';
-  }
+  const std::string base = Grammar::sanitize_rule_name(options_.rule_prefix + hint);
   std::string name = base;
   for (int suffix = 2; rule_index_.count(name); ++suffix) name = base + "-" + std::to_string(suffix);
   rule_index_[name] = rules_.size();

@@ -175,6 +175,11 @@ TEST(JsonSchema, RuleNamesKeepLettersDigitsAndDashes) {
   ASSERT_TRUE(compiled.ok());
   EXPECT_TRUE(matches(*compiled, R"({"next city": {"next city": null}})"));
   EXPECT_FALSE(matches(*compiled, R"({"next city": {}})"));
+  options = {};
+  options.root_rule = "";
+  auto unnamed = json_schema_to_gbnf(Json::parse(R"({"type":"null"})"), options);
+  ASSERT_TRUE(unnamed.ok());
+  EXPECT_EQ(*unnamed, "rule ::= null\nnull ::= \"null\"\n");
 }
 
 TEST(JsonSchema, CompactAllowsNoWhitespace) {
