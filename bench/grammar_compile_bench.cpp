@@ -22,40 +22,50 @@ using Json = nlohmann::ordered_json;
 using namespace pagoda::grammar;
 
 // The same schema every run: property i takes the i % 10-th shape; every third one is
-// optional.
-const Json& fifty_property_schema() {
-  static const Json schema = [] {
-    Json properties = Json::object();
-    Json required = Json::array();
-    for (int i = 0; i < 50; ++i) {
-      const std::string name = "field_" + std::to_string(i);
-      Json property;
-      switch (i % 10) {
-        case 0: property = {{"type", "string"}, {"description", "free text"}}; break;
-        case 1: property = {{"type", "integer"}, {"minimum", -40}, {"maximum", 1200}}; break;
-        case 2: property = {{"type", "number"}}; break;
-        case 3: property = {{"type", "boolean"}}; break;
-        case 4: property = {{"enum", {"low", "medium", "high", "critical", "unknown"}}}; break;
-        case 5: property = {{"type", "string"}, {"format", "date-time"}}; break;
-        case 6: property = {{"type", "array"}, {"items", {{"type", "string"}, {"maxLength", 32}}}, {"maxItems", 8}}; break;
-        case 7:
-          property = {{"type", "object"},
-                      {"properties", {{"id", {{"type", "integer"}, {"minimum", 0}}},
-                                      {"label", {{"type", "string"}}},
-                                      {"score", {{"type", "number"}, {"minimum", 0}, {"maximum", 1}}}}},
-                      {"required", {"id", "label"}},
-                      {"additionalProperties", false}};
-          break;
-        case 8: property = {{"type", "string"}, {"pattern", "^[A-Z]{2}-[0-9]{4}$"}}; break;
-        default: property = {{"type", {"string", "null"}}, {"minLength", 1}, {"maxLength", 64}}; break;
-      }
-      properties[name] = property;
-      if (i % 3 != 2) required.push_back(name);
+// optional. With bounded_strings two of the shapes carry a maxLength (each counted
+// character is grammar to compile), without it none does.
+Json make_fifty_property_schema(bool bounded_strings) {
+  Json properties = Json::object();
+  Json required = Json::array();
+  for (int i = 0; i < 50; ++i) {
+    const std::string name = "field_" + std::to_string(i);
+    Json property;
+    switch (i % 10) {
+      case 0: property = {{"type", "string"}, {"description", "free text"}}; break;
+      case 1: property = {{"type", "integer"}, {"minimum", -40}, {"maximum", 1200}}; break;
+      case 2: property = {{"type", "number"}}; break;
+      case 3: property = {{"type", "boolean"}}; break;
+      case 4: property = {{"enum", {"low", "medium", "high", "critical", "unknown"}}}; break;
+      case 5: property = {{"type", "string"}, {"format", "date-time"}}; break;
+      case 6:
+        property = {{"type", "array"}, {"items", {{"type", "string"}}}, {"maxItems", 8}};
+        if (bounded_strings) property["items"]["maxLength"] = 32;
+        break;
+      case 7:
+        property = {{"type", "object"},
+                    {"properties", {{"id", {{"type", "integer"}, {"minimum", 0}}},
+                                    {"label", {{"type", "string"}}},
+                                    {"score", {{"type", "number"}, {"minimum", 0}, {"maximum", 1}}}}},
+                    {"required", {"id", "label"}},
+                    {"additionalProperties", false}};
+        break;
+      case 8: property = {{"type", "string"}, {"pattern", "^[A-Z]{2}-[0-9]{4}$"}}; break;
+      default:
+        property = {{"type", {"string", "null"}}, {"minLength", 1}};
+        if (bounded_strings) property["maxLength"] = 64;
+        break;
     }
-    return Json{{"type", "object"}, {"properties", properties}, {"required", required},
-                {"additionalProperties", false}};
-  }();
-  return schema;
+    properties[name] = property;
+    if (i % 3 != 2) required.push_back(name);
+  }
+  return Json{{"type", "object"}, {"properties", properties}, {"required", required},
+              {"additionalProperties", false}};
+}
+
+const Json& fifty_property_schema(bool bounded_strings = true) {
+  static const Json bounded = make_fifty_property_schema(true);
+  static const Json unbounded = make_fifty_property_schema(false);
+  return bounded_strings ? bounded : unbounded;
 }
 
 // 49152 distinct tokens, the same every run: the 256 single bytes (as byte-level BPE
@@ -131,11 +141,12 @@ void BM_CompileGrammar(benchmark::State& state) {
 }
 BENCHMARK(BM_CompileGrammar)->Unit(benchmark::kMillisecond);
 
-// The three together: what a request with a new schema waits for.
+// The three together: what a request with a new schema waits for. Argument: 1 with the
+// maxLength bounds, 0 without.
 void BM_SchemaToCompiledGrammar(benchmark::State& state) {
   const auto vocab = synthetic_vocab();
   for (auto _ : state) {
-    auto text = json_schema_to_gbnf(fifty_property_schema());
+    auto text = json_schema_to_gbnf(fifty_property_schema(state.range(0) != 0));
     auto grammar = parse_gbnf(*text);
     if (!grammar.ok()) {
       state.SkipWithError(grammar.status().message().c_str());
@@ -151,7 +162,7 @@ void BM_SchemaToCompiledGrammar(benchmark::State& state) {
     state.counters["uncertain"] = static_cast<double>((*compiled)->stats().n_uncertain);
   }
 }
-BENCHMARK(BM_SchemaToCompiledGrammar)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_SchemaToCompiledGrammar)->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 
