@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <mutex>
 #include <unordered_map>
 #include <thread>
@@ -225,39 +226,53 @@ void inline_small_rules(std::vector<std::vector<Sequence>>& alts, int32_t root) 
       dfs.push_back({child, 0});
     }
   }
+  // The choices `els` expands to when inlined (`tail`: els ends its alternative; a
+  // reference ending the alternative is left alone: its rule replaces the caller's frame,
+  // no frame is pushed, so inlining it decides no more tokens). A body inlined into the
+  // middle of an alternative is expanded again: its own last reference is not a tail there.
+  std::function<std::vector<Sequence>(const Sequence&, bool, size_t, size_t, int)> expand =
+      [&](const Sequence& els, bool tail, size_t host_len, size_t alts_so_far, int nesting) {
+        std::vector<Sequence> partial{Sequence{}};
+        for (size_t i = 0; i < els.size(); ++i) {
+          const Element& e = els[i];
+          bool inlined = false;
+          if (e.is_rule_ref() && small[e.rule] && !(tail && i + 1 == els.size()) && nesting < 16) {
+            const std::vector<Sequence>& body = alts[e.rule];
+            size_t body_len = 0;
+            for (const Sequence& b : body) body_len += b.size();
+            const bool fits = body.size() == 1 || (host_len <= kMaxHostLength &&
+                                                   alts_so_far + partial.size() * body.size() <= kMaxAlternatives);
+            const size_t added = partial.size() * (body_len + body.size() * host_len);
+            if (fits && added <= budget) {
+              budget -= added;
+              std::vector<Sequence> bodies;
+              for (const Sequence& b : body) {
+                for (Sequence& x : expand(b, false, host_len, alts_so_far + partial.size() * body.size(), nesting + 1)) {
+                  bodies.push_back(std::move(x));
+                }
+              }
+              std::vector<Sequence> next;
+              for (const Sequence& p : partial) {
+                for (const Sequence& b : bodies) {
+                  Sequence s = p;
+                  s.insert(s.end(), b.begin(), b.end());
+                  next.push_back(std::move(s));
+                }
+              }
+              partial = std::move(next);
+              inlined = true;
+            }
+          }
+          if (!inlined) {
+            for (Sequence& p : partial) p.push_back(e);
+          }
+        }
+        return partial;
+      };
   for (const int32_t r : order) {
     std::vector<Sequence> out;
     for (const Sequence& alt : alts[r]) {
-      std::vector<Sequence> partial{Sequence{}};
-      for (const Element& e : alt) {
-        bool inlined = false;
-        if (e.is_rule_ref() && small[e.rule] && e.rule != r) {
-          const std::vector<Sequence>& body = alts[e.rule];
-          size_t body_len = 0;
-          for (const Sequence& b : body) body_len += b.size();
-          const bool single = body.size() == 1;
-          const bool fits = single || (alt.size() <= kMaxHostLength &&
-                                       out.size() + partial.size() * body.size() <= kMaxAlternatives);
-          const size_t added = partial.size() * (body_len + body.size() * alt.size());
-          if (fits && added <= budget) {
-            budget -= added;
-            std::vector<Sequence> next;
-            for (const Sequence& p : partial) {
-              for (const Sequence& b : body) {
-                Sequence s = p;
-                s.insert(s.end(), b.begin(), b.end());
-                next.push_back(std::move(s));
-              }
-            }
-            partial = std::move(next);
-            inlined = true;
-          }
-        }
-        if (!inlined) {
-          for (Sequence& p : partial) p.push_back(e);
-        }
-      }
-      for (Sequence& p : partial) out.push_back(std::move(p));
+      for (Sequence& p : expand(alt, true, alt.size(), out.size(), 0)) out.push_back(std::move(p));
     }
     alts[r] = std::move(out);
   }

@@ -89,6 +89,11 @@ root ::= s "!"
 s ::= "a" s "b" | "a" s "c" | ""
 )G";
 
+// Positions alike within a token's reach share one token set.
+const char* kLongBoundGrammar = R"G(
+root ::= ( [a-cx] | "é" ){3,40} "!"
+)G";
+
 std::shared_ptr<const VocabIndex> hand_vocab() {
   std::vector<std::string> t = {
       "",       // 0: control
@@ -206,6 +211,7 @@ std::vector<GrammarCase> cases() {
       {"nullable", kNullableGrammar, {"x", "abbxttt", "aax", "bx"}},
       {"json_char_rule", kJsonCharRuleGrammar, {R"({"a\nb": [1, -0.5, "\u00"], "é": {}})", "[ null ,true ]"}},
       {"exploding", kExplodingGrammar, {"aabc!", "aaaaaaaacbbbbbbb!"}},
+      {"long_bound", kLongBoundGrammar, {"abc!", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa!", "éxéxéxéxéxéxéxéxéxéxéxé!"}},
   };
 }
 
@@ -251,6 +257,16 @@ TEST(GrammarMaskEquivalence, RandomVocabulariesRandomWalks) {
       }
     }
   }
+}
+
+TEST(GrammarMaskEquivalence, AlikePositionsShareTokenSets) {
+  auto g = compile_gbnf(kLongBoundGrammar, hand_vocab());
+  ASSERT_NE(g, nullptr);
+  // The hand vocabulary's longest token has 4 bytes: positions more than 4 characters
+  // from the bound's end look alike.
+  EXPECT_GT(g->stats().n_positions, 70);
+  EXPECT_LT(g->stats().n_classified * 3, g->stats().n_positions)
+      << g->stats().n_classified << " of " << g->stats().n_positions;
 }
 
 TEST(GrammarMaskEquivalence, AtTheBoundOnStacks) {
