@@ -43,20 +43,21 @@ class GrammarMatcher {
 
   explicit GrammarMatcher(std::shared_ptr<const CompiledGrammar> grammar);
 
-  // bitmask: bitmask_words(n_vocab) words (more are zeroed); bit (i % 32) of word i / 32
-  // set = token i may come next. Stop tokens are set exactly when can_terminate();
-  // nothing is set once terminated.
+  // bitmask: bitmask_words(n_vocab) words (more are zeroed; fewer: all zero); bit
+  // (i % 32) of word i / 32 set = token i may come next. Stop tokens are set exactly when
+  // can_terminate(); nothing is set once terminated.
   void fill_next_token_bitmask(std::span<uint32_t> bitmask) const;
 
   // false (and the state unchanged) when not allowed. A stop token is accepted only
   // when can_terminate(), and then is_terminated() becomes true. A token with no bytes
   // (control token) that is not a stop token is never accepted.
   bool accept_token(int32_t token);
-  // The same for raw text; UTF-8 may be split across calls.
+  // The same for raw text; UTF-8 may be split across calls. Each successful call is one
+  // step of the rollback history (the empty text too).
   bool accept_bytes(std::string_view bytes);
 
-  bool can_terminate() const;  // the bytes so far form a complete sentence
-  bool is_completed() const;   // can_terminate() and no further byte can be accepted
+  bool can_terminate() const;  // the bytes so far form a complete sentence (false once terminated)
+  bool is_completed() const;   // that, and no further byte can be accepted; true once terminated
   bool is_terminated() const;  // a stop token was accepted
 
   // Undoes the last n accepted tokens; n must be at most the number accepted since the
