@@ -118,11 +118,13 @@ class Stepper {
   void step(const std::vector<Top>& in, uint8_t byte, StepResult& out);
   // Adds the tops reachable from position `pos` with `parent` below (out not cleared).
   void closure(uint32_t pos, int32_t parent, uint32_t flags, StepResult& out);
-  // Sorts tops by position and removes stacks equal to another.
+  // Removes stacks equal to another (keeping the first); many tops are sorted by
+  // position on the way.
   void dedupe(std::vector<Top>& tops) const;
 
  private:
   bool visit(uint64_t key);  // false when already visited in this step
+  bool visit_hashed(uint64_t key);
   int32_t push_node(uint32_t pos, int32_t parent);
   bool same_stack(int32_t a, int32_t b) const;
   uint64_t top_hash(const Top& t) const;
@@ -141,6 +143,10 @@ class Stepper {
     uint32_t flags;
   };
   std::vector<Work> work_;
+  static constexpr int kSmallVisited = 16;
+  uint64_t small_[kSmallVisited] = {};
+  int small_n_ = 0;
+  bool spilled_ = false;
   std::vector<uint64_t> visited_;
   std::vector<uint32_t> visited_gen_;
   uint32_t gen_ = 0;

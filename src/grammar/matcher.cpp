@@ -16,6 +16,11 @@ namespace {
 
 void set_bit(std::span<uint32_t> mask, int32_t id) { mask[id / 32] |= 1u << (id % 32); }
 
+// By position, so that the mask visits each top position's sets once.
+void sort_tops(std::vector<Top>& tops) {
+  std::sort(tops.begin(), tops.end(), [](const Top& a, const Top& b) { return a.pos < b.pos; });
+}
+
 }  // namespace
 
 GrammarMatcher::GrammarMatcher(std::shared_ptr<const CompiledGrammar> grammar) : grammar_(std::move(grammar)) {
@@ -31,6 +36,7 @@ void GrammarMatcher::reset() {
   state_ = State{};
   state_.tops = std::move(r.tops);
   state_.can_terminate = r.can_terminate;
+  sort_tops(state_.tops);
   live_nodes_ = nodes_.size();
 }
 
@@ -69,6 +75,7 @@ bool GrammarMatcher::accept_bytes(std::string_view bytes) {
   state_ = State{};
   state_.tops = std::move(a.tops);
   state_.can_terminate = a.can_terminate;
+  sort_tops(state_.tops);
   if (nodes_.size() > 4096 && nodes_.size() > 4 * live_nodes_) compact_nodes();
   return true;
 }

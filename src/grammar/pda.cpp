@@ -41,6 +41,8 @@ void Stepper::initial(StepResult& out) {
   out.clear();
   ++gen_;
   visited_count_ = 0;
+  small_n_ = 0;
+  spilled_ = false;
   budget_ = max_closure_steps_;
   local_budget_ = kLocalMaxClosureSteps;
   for (uint32_t s : g_->alt_starts[g_->root]) closure(s, kBottom, 0, out);
@@ -49,6 +51,22 @@ void Stepper::initial(StepResult& out) {
 }
 
 bool Stepper::visit(uint64_t key) {
+  // Most steps visit a handful of keys: a linear scan, then a hash set.
+  if (!spilled_) {
+    for (int i = 0; i < small_n_; ++i) {
+      if (small_[i] == key) return false;
+    }
+    if (small_n_ < kSmallVisited) {
+      small_[small_n_++] = key;
+      return true;
+    }
+    spilled_ = true;
+    for (int i = 0; i < small_n_; ++i) visit_hashed(small_[i]);
+  }
+  return visit_hashed(key);
+}
+
+bool Stepper::visit_hashed(uint64_t key) {
   if (visited_.size() < 64) {
     visited_.assign(64, 0);
     visited_gen_.assign(64, 0);
@@ -62,7 +80,7 @@ bool Stepper::visit(uint64_t key) {
     visited_.assign(visited_.size() * 2, 0);
     visited_gen_.assign(visited_.size(), 0);
     visited_count_ = 0;
-    for (uint64_t k : old_keys) visit(k);
+    for (uint64_t k : old_keys) visit_hashed(k);
   }
   const size_t mask = visited_.size() - 1;
   for (size_t i = mix(key) & mask;; i = (i + 1) & mask) {
@@ -141,6 +159,8 @@ void Stepper::step(const std::vector<Top>& in, uint8_t byte, StepResult& out) {
   out.clear();
   ++gen_;
   visited_count_ = 0;
+  small_n_ = 0;
+  spilled_ = false;
   budget_ = max_closure_steps_;
   local_budget_ = kLocalMaxClosureSteps;
   for (const Top& t : in) {
@@ -203,7 +223,25 @@ bool Stepper::same_stack(int32_t a, int32_t b) const {
 }
 
 void Stepper::dedupe(std::vector<Top>& tops) const {
-  if (tops.size() < 2) return;
+  const size_t n = tops.size();
+  if (n < 2) return;
+  auto same_key = [](const Top& a, const Top& b) {
+    return a.pos == b.pos && a.partial == b.partial && a.flags == b.flags;
+  };
+  if (n <= 16) {
+    // Few tops: compare pairs; stacks are compared only under equal tops.
+    size_t out = 0;
+    for (size_t i = 0; i < n; ++i) {
+      bool dup = false;
+      for (size_t j = 0; j < out && !dup; ++j) {
+        dup = same_key(tops[j], tops[i]) && top_hash(tops[j]) == top_hash(tops[i]) &&
+              same_stack(tops[j].parent, tops[i].parent);
+      }
+      if (!dup) tops[out++] = tops[i];
+    }
+    tops.resize(out);
+    return;
+  }
   auto key = [this](const Top& t) { return std::make_tuple(t.pos, t.partial, t.flags, top_hash(t)); };
   std::sort(tops.begin(), tops.end(), [&](const Top& a, const Top& b) { return key(a) < key(b); });
   size_t out = 0;
