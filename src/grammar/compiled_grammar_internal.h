@@ -50,11 +50,12 @@ constexpr int32_t kMarker = -2;  // compiler only: whatever lies below the class
 
 constexpr uint32_t kEscaped = 1;  // Top::flags: the path went below kMarker
 
-// A state of at most kSafeTops tops uses the precomputed token sets; the compiler counts
-// a token accepted only when its walk from one top stays within the matcher's bounds
-// divided by kSafeTops (else it leaves the token to the run-time check), so the sum over
-// the tops stays within them. A larger state (or one near kMaxStackDepth) checks every
-// token at run time.
+// A state of at most kSafeTops tops uses the precomputed token sets. The compiler
+// counts a token accepted only when its paths that stay above the classified top keep
+// within the matcher's bounds divided by kSafeTops (else it leaves the token to the
+// run-time check), which keeps a state from overflowing on an accepted token in all but
+// grammars whose paths below the top explode too (GrammarMatcher::exceeded_bounds()). A
+// larger state (or one near kMaxStackDepth) checks every token at run time.
 constexpr int32_t kSafeTops = 256;
 constexpr int32_t kLocalMaxStacks = GrammarMatcher::kMaxStacks / kSafeTops;
 constexpr int32_t kLocalMaxClosureSteps = GrammarMatcher::kMaxClosureSteps / kSafeTops;

@@ -45,6 +45,7 @@ bool GrammarMatcher::is_completed() const { return state_.terminated || (state_.
 bool GrammarMatcher::is_terminated() const { return state_.terminated; }
 
 bool GrammarMatcher::accept_bytes(std::string_view bytes) {
+  exceeded_bounds_ = false;
   if (state_.terminated) return false;
   const size_t saved_nodes = nodes_.size();
   thread_local Stepper stepper;
@@ -62,6 +63,7 @@ bool GrammarMatcher::accept_bytes(std::string_view bytes) {
     stepper.step(a.tops, static_cast<uint8_t>(c), b);
     if (b.overflow) {
       nodes_.resize(saved_nodes);
+      exceeded_bounds_ = true;
       return false;
     }
     std::swap(a, b);
@@ -81,6 +83,7 @@ bool GrammarMatcher::accept_bytes(std::string_view bytes) {
 }
 
 bool GrammarMatcher::accept_token(int32_t token) {
+  exceeded_bounds_ = false;
   const VocabIndex& vocab = grammar_->vocab();
   if (token < 0 || token >= vocab.n_vocab() || state_.terminated) return false;
   if (vocab.is_stop_token(token)) {

@@ -14,10 +14,13 @@
 //
 // Bounds (a pathological grammar costs bounded time, it never hangs): a state holds at
 // most kMaxStacks stacks and one byte may take at most kMaxClosureSteps expansion
-// steps; a byte that would need more is rejected (accept_* returns false, the token is
-// not in the mask). Stacks deeper than kMaxStackDepth are rejected the same way. (The
-// mask stays exact at the bounds: a state of many stacks, or deep ones, checks every
-// token instead of using the precomputed sets; see compiled_grammar_internal.h.)
+// steps; stacks are at most kMaxStackDepth deep. A byte that would need more is
+// rejected: accept_* returns false and exceeded_bounds() says why. The mask is exact
+// below the bounds; at them it may allow a token that accept_token then rejects this
+// way (the precomputed sets judge one stack at a time), which the caller should treat
+// as the grammar being too ambiguous for the text (an error of the request). States of
+// more than a few hundred stacks, or deep ones, check every token instead of using the
+// precomputed sets, which keeps such cases rare.
 //
 // Copying is cheap (the compiled grammar is shared; the copy owns the stacks and
 // history). A matcher must not be used from two threads at once; copies may.
@@ -59,6 +62,8 @@ class GrammarMatcher {
   bool can_terminate() const;  // the bytes so far form a complete sentence (false once terminated)
   bool is_completed() const;   // that, and no further byte can be accepted; true once terminated
   bool is_terminated() const;  // a stop token was accepted
+  // The last accept_* that returned false hit a bound (see above), not the grammar.
+  bool exceeded_bounds() const { return exceeded_bounds_; }
 
   // Undoes the last n accepted tokens; n must be at most the number accepted since the
   // construction or reset() and at most kMaxRollback (more undoes what history holds).
@@ -94,6 +99,7 @@ class GrammarMatcher {
   std::vector<State> history_;  // states before each of the last accepted tokens
   mutable std::vector<Node> nodes_;  // the stacks' frames (appended; compacted now and then)
   size_t live_nodes_ = 0;            // nodes_ in use after the last compaction
+  bool exceeded_bounds_ = false;
 
   void compact_nodes();
 };
