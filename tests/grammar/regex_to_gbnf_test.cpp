@@ -52,6 +52,13 @@ const std::vector<RegexCase> kCases = {
     {"\"quoted\"", {"\"quoted\""}, {"quoted"}},
     {"(a|b)(c|d)?", {"a", "bd", "ac"}, {"ab", "cd"}},
     {"((a|b)+c)?d", {"d", "abcd", "bacd"}, {"cd", "abd"}},
+    // Repetitions of what can match the empty string (written without it in the grammar).
+    {"x()+", {"x"}, {"xx", ""}},
+    {"(a*)*b", {"b", "ab", "aaab"}, {"a", "ba"}},
+    {"(a?b?){2,3}", {"", "a", "ab", "abab", "aaa", "bab", "ababab"}, {"abababa", "aaaa", "c"}},
+    {"(|a)+", {"", "a", "aaa"}, {"b"}},
+    {"(a{0})*x", {"x"}, {"ax"}},
+    {"(?:a|b?c?)+d", {"d", "ad", "bcbd", "ccd"}, {"", "abd d"}},
 };
 
 std::shared_ptr<const CompiledGrammar> compile_pattern(const std::string& pattern) {
