@@ -58,6 +58,9 @@ constexpr uint32_t kEscaped = 1;  // Top::flags: the path went below kMarker
 // larger state (or one near kMaxStackDepth) checks every token at run time.
 constexpr int32_t kSafeTops = 256;
 constexpr int32_t kLocalMaxStacks = GrammarMatcher::kMaxStacks / kSafeTops;
+// The compiler's paths below the classified top, per byte: more, and the token is left
+// to the run-time check.
+constexpr int32_t kMaxEscapedTops = 1024;
 constexpr int32_t kLocalMaxClosureSteps = GrammarMatcher::kMaxClosureSteps / kSafeTops;
 
 struct CompiledData {
@@ -119,8 +122,7 @@ class Stepper {
   void step(const std::vector<Top>& in, uint8_t byte, StepResult& out);
   // Adds the tops reachable from position `pos` with `parent` below (out not cleared).
   void closure(uint32_t pos, int32_t parent, uint32_t flags, StepResult& out);
-  // Removes stacks equal to another (keeping the first); many tops are sorted by
-  // position on the way.
+  // Removes stacks equal to another (keeping the first of each, in order).
   void dedupe(std::vector<Top>& tops) const;
 
  private:

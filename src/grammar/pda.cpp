@@ -196,6 +196,15 @@ void Stepper::step(const std::vector<Top>& in, uint8_t byte, StepResult& out) {
     return;
   }
   if (lookahead_) {
+    // The paths below the classified top only serve to reject tokens early; where they
+    // fan out over much of the grammar they cost more than they decide: the token is
+    // left to the run-time check instead.
+    int32_t escaped = 0;
+    for (const Top& t : out.tops) escaped += (t.flags & kEscaped) != 0;
+    if (escaped > kMaxEscapedTops) {
+      out.overflow = true;
+      return;
+    }
     int32_t clean = 0;
     for (const Top& t : out.tops) clean += (t.flags & kEscaped) == 0;
     if (clean > kLocalMaxStacks) {
@@ -242,19 +251,28 @@ void Stepper::dedupe(std::vector<Top>& tops) const {
     tops.resize(out);
     return;
   }
-  auto key = [this](const Top& t) { return std::make_tuple(t.pos, t.partial, t.flags, top_hash(t)); };
-  std::sort(tops.begin(), tops.end(), [&](const Top& a, const Top& b) { return key(a) < key(b); });
+  // Many tops: a hash table of the kept ones, stacks compared under equal hashes.
+  thread_local std::vector<int32_t> table;
+  size_t cap = 64;
+  while (cap < 2 * n) cap <<= 1;
+  table.assign(cap, -1);
   size_t out = 0;
-  for (size_t i = 0; i < tops.size(); ++i) {
+  for (size_t i = 0; i < n; ++i) {
+    const Top t = tops[i];
+    const uint64_t h = mix(top_hash(t) ^ (uint64_t{t.pos} << 20) ^ (uint64_t{t.partial} << 1) ^ t.flags);
     bool dup = false;
-    for (size_t j = out; j-- > 0;) {
-      if (key(tops[j]) != key(tops[i])) break;
-      if (same_stack(tops[j].parent, tops[i].parent)) {
+    size_t slot = h & (cap - 1);
+    for (; table[slot] >= 0; slot = (slot + 1) & (cap - 1)) {
+      const Top& o = tops[table[slot]];
+      if (same_key(o, t) && top_hash(o) == top_hash(t) && same_stack(o.parent, t.parent)) {
         dup = true;
         break;
       }
     }
-    if (!dup) tops[out++] = tops[i];
+    if (dup) continue;
+    tops[out] = t;
+    table[slot] = static_cast<int32_t>(out);
+    ++out;
   }
   tops.resize(out);
 }
