@@ -185,6 +185,22 @@ void inline_small_rules(std::vector<std::vector<Sequence>>& alts, int32_t root) 
   }
   size_t budget = total + 4096;  // elements the inlining may add
   const std::vector<char> recursive = recursive_rules(alts);
+  std::vector<char> nullable(n, 0);
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (int32_t r = 0; r < n; ++r) {
+      if (nullable[r]) continue;
+      for (const Sequence& a : alts[r]) {
+        bool all = true;
+        for (const Element& e : a) all = all && e.is_rule_ref() && nullable[e.rule];
+        if (all) {
+          nullable[r] = 1;
+          changed = true;
+          break;
+        }
+      }
+    }
+  }
   std::vector<char> small(n, 0);
   for (int32_t r = 0; r < n; ++r) {
     if (recursive[r] || r == root || alts[r].empty() || alts[r].size() > kMaxInlineAlternatives) continue;
@@ -236,7 +252,11 @@ void inline_small_rules(std::vector<std::vector<Sequence>>& alts, int32_t root) 
         for (size_t i = 0; i < els.size(); ++i) {
           const Element& e = els[i];
           bool inlined = false;
-          if (e.is_rule_ref() && small[e.rule] && !(tail && i + 1 == els.size()) && nesting < 16) {
+          // Nor, inside an inlined body, a last reference to a rule that can match
+          // nothing: a repetition's next level, which would unroll the repetition.
+          const bool body_end = nesting > 0 && i + 1 == els.size();
+          if (e.is_rule_ref() && small[e.rule] && !(tail && i + 1 == els.size()) &&
+              !(body_end && nullable[e.rule]) && nesting < 16) {
             const std::vector<Sequence>& body = alts[e.rule];
             size_t body_len = 0;
             for (const Sequence& b : body) body_len += b.size();
