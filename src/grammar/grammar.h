@@ -10,11 +10,12 @@
 // Writing grammars that match fast. The compiled grammar precomputes, for every
 // character-class position, which tokens are accepted or rejected without looking
 // below the rule instance that holds the position; only tokens whose bytes run past
-// the end of that rule are checked at run time. So keep a run of characters inside one
-// rule: `string ::= "\"" ( [^"\\] | "\\" escape )* "\""` is good (the repetition
-// becomes one right-recursive helper rule holding both alternatives), while a
-// separate `char ::= [^"\\] | ...` rule referenced as `char*` ends a rule after every
-// character and leaves many more tokens to the run-time check.
+// the end of that rule are checked at run time. So runs of characters should stay
+// inside one rule: `string ::= "\"" ( [^"\\] | "\\" escape )* "\""` is good (the
+// repetition becomes one right-recursive helper rule holding both alternatives). The
+// compiler inlines small non-recursive rules, so `char*` with a separate
+// `char ::= [^"\\] | ...` rule ends up the same; a large or recursive rule per
+// character would not.
 //
 // The matcher cannot handle left recursion (a rule that can reach itself before
 // consuming a character); validate() rejects it.
@@ -128,6 +129,8 @@ class Grammar {
  private:
   std::vector<Rule> rules_;
   std::map<std::string, int32_t, std::less<>> by_name_;
+  // unique_rule_name: per base name, the suffix to try first (the ones below are taken).
+  mutable std::map<std::string, int64_t, std::less<>> next_suffix_;
   int32_t root_ = -1;
 };
 
