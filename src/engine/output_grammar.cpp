@@ -45,6 +45,11 @@ Status OutputGrammar::accept(int32_t token) {
     return {};
   }
   if (!matcher_.accept_token(token)) {
+    if (matcher_.exceeded_bounds()) {
+      return resource_exhausted(
+          "grammar constraint: the grammar is too ambiguous for this output (the matcher's "
+          "bound on parallel states was reached)");
+    }
     return internal_error("grammar constraint: token " + std::to_string(token) +
                           " is not allowed here");
   }
