@@ -1,5 +1,6 @@
 #include "server/tools/tool_prompt.h"
 
+#include <algorithm>
 #include <utility>
 
 namespace pagoda::server::tools {
@@ -150,7 +151,8 @@ ToolPrompt prepare_tool_prompt(ToolFamily family, Json messages, const ToolsRequ
     if (!tools.empty()) prompt.template_variables["tools"] = tools.tools;
     return prompt;
   }
-  if (tools.empty()) {  // no tools: the conversation as the client wrote it
+  const bool has_calls = std::any_of(messages.begin(), messages.end(), has_tool_calls);
+  if (tools.empty() && !has_calls) {  // nothing of tools: the conversation as written
     prompt.messages = std::move(messages);
     return prompt;
   }

@@ -160,9 +160,16 @@ TEST(ToolPrompt, GenericRendersWithChatML) {
   EXPECT_NE(rendered.find("<|im_start|>user\n{\"tool_result\":"), std::string::npos) << rendered;
 }
 
-TEST(ToolPrompt, WithoutToolsGenericLeavesTheConversation) {
+TEST(ToolPrompt, WithoutToolsGenericRewritesOnlyAHistoryOfCalls) {
   ToolsRequest none;
-  EXPECT_EQ(prepare_tool_prompt(ToolFamily::kGeneric, kConversation, none).messages, kConversation);
+  const Json plain = Json::parse(R"([{"role": "user", "content": "Hi"},
+      {"role": "tool", "tool_call_id": "x", "content": "1"}])");
+  EXPECT_EQ(prepare_tool_prompt(ToolFamily::kGeneric, plain, none).messages, plain);
+  const ToolPrompt history = prepare_tool_prompt(ToolFamily::kGeneric, kConversation, none);
+  ASSERT_EQ(history.messages.size(), 3u) << "no system message without tools";
+  EXPECT_EQ(history.messages[1]["role"], "assistant");
+  EXPECT_TRUE(history.messages[1]["content"].is_string());
+  EXPECT_EQ(history.messages[2]["role"], "user");
 }
 
 }  // namespace
