@@ -125,10 +125,12 @@ std::vector<std::vector<int32_t>> make_prompts(const ConcurrencyBenchArgs& a,
   return prompts;
 }
 
-engine::EngineRequest request_of(std::vector<int32_t> prompt, int gen_len) {
+engine::EngineRequest request_of(std::vector<int32_t> prompt, int gen_len,
+                                 std::shared_ptr<const engine::GrammarConstraint> grammar) {
   engine::EngineRequest request;
   request.prompt = std::move(prompt);
   request.sampling.temperature = 0.0f;  // greedy: the cheapest sampler, the same every run
+  request.sampling.grammar = std::move(grammar);
   request.stop.max_tokens = gen_len;
   request.stop.ignore_eog = true;
   return request;
@@ -137,13 +139,15 @@ engine::EngineRequest request_of(std::vector<int32_t> prompt, int gen_len) {
 // Submits the prompts keeping `concurrency` in flight; the first one alone until its
 // first token when they share a prefix. Returns the seconds from start to last finish.
 Expected<double> drive(engine::Engine& engine, const std::vector<std::vector<int32_t>>& prompts,
-                       const ConcurrencyBenchArgs& a, RunTracker& tracker) {
+                       const ConcurrencyBenchArgs& a,
+                       const std::shared_ptr<const engine::GrammarConstraint>& grammar,
+                       RunTracker& tracker) {
   tracker.start();
   for (size_t i = 0; i < prompts.size(); ++i) {
     tracker.wait_in_flight_below(i, static_cast<size_t>(a.concurrency));
     tracker.submitted(i);
     auto sink = std::make_shared<TimingSink>(tracker, i);
-    PAGODA_TRY(engine.add(request_of(prompts[i], a.gen_len), sink).status());
+    PAGODA_TRY(engine.add(request_of(prompts[i], a.gen_len, grammar), sink).status());
     if (i == 0 && a.shared_prefix_len > 0) tracker.wait_first_token(0);
   }
   tracker.wait_in_flight_below(prompts.size(), 1);
@@ -167,7 +171,7 @@ Status warm_up(engine::Engine& engine, const ConcurrencyBenchArgs& a,
   const size_t n = static_cast<size_t>(warm.concurrency);
   const std::vector<std::vector<int32_t>> prompts = make_prompts(warm, tokenizer, a.seed + 1, n);
   RunTracker tracker(n);
-  PAGODA_TRY(drive(engine, prompts, warm, tracker).status());
+  PAGODA_TRY(drive(engine, prompts, warm, nullptr, tracker).status());
   for (const RequestTiming& r : tracker.results()) {
     if (!r.error.empty()) return internal_error("bench: warm-up failed: " + r.error);
   }
@@ -223,6 +227,7 @@ void add_concurrency_options(CLI::App& command, ConcurrencyBenchArgs& args) {
   command.add_option("--kv-cache-type", args.kv_cache_type, "KV cache type: f16, f32 or q8_0")
       ->capture_default_str();
   command.add_option("--seed", args.seed, "Seed of the random prompts")->capture_default_str();
+  add_grammar_options(command, args.grammar);
 }
 
 Status run_concurrency_bench(const std::string& model_path, const backend::BackendOptions& backend, bool json,
@@ -240,13 +245,15 @@ Status run_concurrency_bench(const std::string& model_path, const backend::Backe
   PAGODA_ASSIGN_OR_RETURN(
       std::unique_ptr<engine::Engine> engine,
       engine::Engine::create(*loaded.model, *loaded.backend, *loaded.tokenizer, config));
+  PAGODA_ASSIGN_OR_RETURN(const std::shared_ptr<const engine::GrammarConstraint> grammar,
+                          load_grammar_constraint(a.grammar, *loaded.tokenizer));
   PAGODA_TRY(warm_up(*engine, a, *loaded.tokenizer));
   const engine::EngineStats before = engine->stats();
 
   ConcurrencyRun run;
   const auto prompts =
       make_prompts(a, *loaded.tokenizer, a.seed, static_cast<size_t>(a.num_requests));
-  PAGODA_ASSIGN_OR_RETURN(run.seconds, drive(*engine, prompts, a, tracker));
+  PAGODA_ASSIGN_OR_RETURN(run.seconds, drive(*engine, prompts, a, grammar, tracker));
   run.args = a;
   run.model = model_name(model_path, loaded);
   run.backend = loaded.backend->name();

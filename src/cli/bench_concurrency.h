@@ -10,12 +10,16 @@
 // tokens of its own. The first request runs alone until its first token (it computes
 // and caches the prefix); then the others are submitted, and the report compares its
 // TTFT with theirs.
+//
+// With --json-schema (or --grammar-file) every request samples under that constraint:
+// run with and without it to see what constrained decoding costs.
 
 #include <CLI/CLI.hpp>
 #include <cstdint>
 #include <string>
 
 #include "backend/backend_options.h"
+#include "cli/grammar_args.h"
 #include "core/status.h"
 
 namespace pagoda::cli {
@@ -31,6 +35,9 @@ struct ConcurrencyBenchArgs {
   uint64_t kv_cache_memory = 0;  // bytes; 0: a share of the available memory
   std::string kv_cache_type = "f16";
   uint64_t seed = 1234;
+  // Every request's output constrained (--grammar-file, --json-schema[-file]): a
+  // request then ends early where its grammar is complete.
+  GrammarArgs grammar;
 };
 
 // Registers --concurrency and the options above on `pagoda bench`.

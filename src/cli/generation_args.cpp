@@ -38,6 +38,7 @@ void add_generation_options(CLI::App& command, GenerationArgs& args) {
   command.add_option("--stop", args.stop, "Stop string (repeatable)");
   command.add_flag("--ignore-eos", args.ignore_eos,
                    "Keep generating past end-of-generation tokens");
+  add_grammar_options(command, args.grammar);
   add_backend_options(command, args.backend);
 }
 

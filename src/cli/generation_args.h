@@ -1,6 +1,7 @@
 #pragma once
 // The generation flags `pagoda run` and `pagoda chat` share: model, context, batch size,
-// sampling and stop conditions, and the backend's (cli/backend_args.h).
+// sampling and stop conditions, an output constraint (cli/grammar_args.h), and the
+// backend's (cli/backend_args.h).
 
 #include <CLI/CLI.hpp>
 #include <cstdint>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "backend/backend_options.h"
+#include "cli/grammar_args.h"
 #include "engine/sampling_params.h"
 #include "engine/stop_checker.h"
 
@@ -24,6 +26,7 @@ struct GenerationArgs {
   std::vector<std::string> stop;
   bool ignore_eos = false;
   backend::BackendOptions backend;
+  GrammarArgs grammar;
 
   GenerationArgs() {
     // llama.cpp's defaults, so that the same flags give comparable output.

@@ -17,6 +17,7 @@ Expected<std::unique_ptr<GenerationSession>> open_generation_session(const Gener
   PAGODA_ASSIGN_OR_RETURN(s->session, engine::Session::create(*s->loaded.model, *s->loaded.backend,
                                                               *s->loaded.tokenizer, config));
   s->n_ctx = s->session->config().scheduler.max_model_len;
+  PAGODA_ASSIGN_OR_RETURN(s->grammar, load_grammar_constraint(args.grammar, *s->loaded.tokenizer));
   return s;
 }
 
@@ -25,6 +26,7 @@ engine::EngineRequest generation_request(const GenerationArgs& args, const Gener
   engine::EngineRequest request;
   request.prompt = std::move(prompt);
   request.sampling = args.sampling_params();
+  request.sampling.grammar = session.grammar;
   request.stop = args.stop_conditions(session.n_ctx);
   return request;
 }

@@ -16,6 +16,7 @@ struct GenerationSession {
   LoadedModel loaded;
   std::unique_ptr<engine::Session> session;
   int32_t n_ctx = 0;  // tokens of a request, prompt and output
+  std::shared_ptr<const engine::GrammarConstraint> grammar;  // the flags' constraint, or null
 };
 
 // Held by pointer: the session refers to the model, backend and tokenizer inside.

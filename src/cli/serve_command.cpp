@@ -5,6 +5,7 @@
 // chat template, the engine, then the API goes live. SIGTERM / SIGINT (on a thread of
 // their own, see serve_signals.h): stop accepting, let running requests finish for up to
 // --shutdown-grace seconds (a second signal cuts that short), abort the rest, stop, exit 0.
+#include <cstdio>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -113,6 +114,7 @@ Expected<std::unique_ptr<ServingStack>> load_stack(const server::ServeConfig& co
                                           config.engine.load_options(), true));
   spdlog::info("model loaded in {:.2f} s on {}", stack->loaded.load_seconds,
                stack->loaded.backend->name());
+  metrics.set_model_load_seconds(stack->loaded.load_seconds);
   PAGODA_ASSIGN_OR_RETURN(tokenizer::ChatTemplate chat_template,
                           choose_chat_template(config, *stack->loaded.file));
   PAGODA_ASSIGN_OR_RETURN(stack->engine,
@@ -179,6 +181,10 @@ Status serve(const CLI::App& command, const server::ServeOptions& raw) {
   PAGODA_ASSIGN_OR_RETURN(
       const server::ServeConfig config,
       server::resolve_serve_config(command, raw, server::process_environment()));
+  if (raw.print_config) {
+    std::fputs(server::print_serve_config(config).c_str(), stdout);
+    return Status::ok_status();
+  }
   server::configure_logging(config.logging());
   PAGODA_ASSIGN_OR_RETURN(server::ApiServiceOptions options, service_options(config));
   server::ServerMetrics metrics;

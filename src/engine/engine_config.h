@@ -9,6 +9,7 @@
 #include "core/status.h"
 #include "engine/kv_budget.h"
 #include "engine/scheduler.h"
+#include "kv/block_pool.h"
 #include "model/config.h"
 #include "model/model.h"
 
@@ -21,6 +22,8 @@ struct EngineConfig {
   DType kv_type = DType::F16;  // F16, F32 or Q8_0
   KvMemoryBudget kv_memory;
   bool enable_prefix_cache = true;
+  // Which unreferenced cached blocks are reused first when blocks run out.
+  kv::EvictionPolicy prefix_cache_eviction = kv::EvictionPolicy::kLru;
   // Refuse a max_model_len past the model's training context. Benchmarks turn it off to
   // time long contexts on any model, as llama-bench does.
   bool limit_to_training_context = true;

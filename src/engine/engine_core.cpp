@@ -71,7 +71,8 @@ EngineCore::EngineCore(model::Model& model, backend::Backend& backend, const tok
       tokenizer_(&tokenizer),
       config_(std::move(config)),
       kv_storage_(std::move(kv_storage)),
-      kv_(kv_storage_->shape().n_blocks, config_.block_size, config_.enable_prefix_cache),
+      kv_(kv_storage_->shape().n_blocks, config_.block_size, config_.enable_prefix_cache,
+          config_.prefix_cache_eviction),
       scheduler_(config_.scheduler, kv_),
       runner_(std::move(runner)) {
   const auto max_running = static_cast<size_t>(config_.scheduler.max_running);
@@ -168,6 +169,8 @@ EngineStats EngineCore::stats() const {
   stats.n_running = scheduler_.n_running();
   stats.n_kv_blocks = kv_.n_blocks();
   stats.n_free_kv_blocks = kv_.n_free_blocks();
+  stats.n_cached_kv_blocks = kv_.pool().n_cached();
+  stats.n_kv_evictions = kv_.pool().n_evictions();
   stats.kv_usage = kv_.usage();
   stats.n_steps = n_steps_;
   stats.n_decode_steps = n_decode_steps_;

@@ -62,6 +62,8 @@ struct EngineStats {
   int32_t n_running = 0;
   int32_t n_kv_blocks = 0;
   int32_t n_free_kv_blocks = 0;  // unreferenced (free or cached, evictable)
+  int32_t n_cached_kv_blocks = 0;  // holding a prefix-cache identity (referenced or not)
+  int64_t n_kv_evictions = 0;      // cached blocks reused for other tokens so far
   double kv_usage = 0.0;         // share of blocks some request holds, in [0, 1]
   int64_t n_steps = 0;
   int64_t n_decode_steps = 0;    // steps that only decoded (one token a request)

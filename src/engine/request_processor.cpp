@@ -22,19 +22,27 @@ Expected<RequestProcessor> RequestProcessor::create(RequestId id, std::span<cons
       StopChecker checker,
       StopChecker::create(stop, [&tokenizer](int32_t token) { return tokenizer.is_eog(token); }));
   sampler.accept_prompt(prompt);
-  tokenizer::StreamingDetokenizer detokenizer(tokenizer,
-                                              continuation_decode_options(tokenizer, prompt));
+  tokenizer::DecodeOptions decode_options = continuation_decode_options(tokenizer, prompt);
+  std::optional<OutputGrammar> grammar;
+  if (sampling.grammar) {
+    PAGODA_ASSIGN_OR_RETURN(grammar, OutputGrammar::create(sampling.grammar, tokenizer.n_vocab()));
+    // The text must be the bytes the grammar accepted: no clean-up of spaces.
+    decode_options.clean_spaces = false;
+  }
+  tokenizer::StreamingDetokenizer detokenizer(tokenizer, decode_options);
   return RequestProcessor(id, static_cast<int32_t>(prompt.size()), std::move(sampler),
-                          std::move(checker), std::move(detokenizer));
+                          std::move(checker), std::move(detokenizer), std::move(grammar));
 }
 
 RequestProcessor::RequestProcessor(RequestId id, int32_t n_prompt_tokens, Sampler sampler,
-                                   StopChecker stop, tokenizer::StreamingDetokenizer detokenizer)
+                                   StopChecker stop, tokenizer::StreamingDetokenizer detokenizer,
+                                   std::optional<OutputGrammar> grammar)
     : id_(id),
       n_prompt_tokens_(n_prompt_tokens),
       sampler_(std::move(sampler)),
       stop_(std::move(stop)),
-      detokenizer_(std::move(detokenizer)) {}
+      detokenizer_(std::move(detokenizer)),
+      grammar_(std::move(grammar)) {}
 
 void RequestProcessor::mark_scheduled(std::chrono::steady_clock::time_point now) {
   if (queued_seconds_ >= 0.0) return;
@@ -60,7 +68,9 @@ Expected<RequestOutput> RequestProcessor::process(std::span<const float> logits,
 
 Status RequestProcessor::sample(std::span<const float> logits) {
   sampled_.reset();
-  PAGODA_ASSIGN_OR_RETURN(SampledToken sampled, sampler_.sample(logits));
+  const std::span<const uint32_t> allowed = grammar_ ? grammar_->next_mask() : std::span<const uint32_t>();
+  PAGODA_ASSIGN_OR_RETURN(SampledToken sampled, sampler_.sample(logits, allowed));
+  if (grammar_) PAGODA_TRY(grammar_->accept(sampled.token));
   sampler_.accept(sampled.token);
   sampled_ = sampled;
   return {};
@@ -77,15 +87,17 @@ Expected<RequestOutput> RequestProcessor::emit(bool context_full) {
         TokenLogprobs{sampled.token, sampled.logprob, {sampled.top.begin(), sampled.top.end()}});
   }
   std::string text = detokenizer_.push(sampled.token);
-  if (context_full || stop_.n_generated() + 1 >= stop_.max_tokens()) {
+  // A grammar that can take nothing more ends the request as a stop would.
+  const bool grammar_finished = grammar_ && grammar_->finished();
+  if (context_full || grammar_finished || stop_.n_generated() + 1 >= stop_.max_tokens()) {
     text += detokenizer_.finish();  // the last token: nothing will complete held bytes
   }
   const StopUpdate update = stop_.push(sampled.token, text);
   output.text.assign(update.text);
   output.finish = update.finish;
-  if (output.finish == FinishReason::kNone && context_full) {
+  if (output.finish == FinishReason::kNone && (context_full || grammar_finished)) {
     output.text.append(stop_.flush());
-    output.finish = FinishReason::kLength;
+    output.finish = grammar_finished ? FinishReason::kStop : FinishReason::kLength;
   }
   output.n_generated_tokens = stop_.n_generated();
   return output;

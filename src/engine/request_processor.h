@@ -1,7 +1,8 @@
 #pragma once
 // The engine's per-request output side: the request's own Sampler (seeded; its state
-// survives preemption because it lives here, not in the KV cache), StreamingDetokenizer
-// and StopChecker, chained. Each step that samples for the request turns its next-token
+// survives preemption because it lives here, not in the KV cache), OutputGrammar (when
+// the request is constrained: its mask goes to the sampler, and a completed grammar
+// finishes the request with "stop"), StreamingDetokenizer and StopChecker, chained. Each step that samples for the request turns its next-token
 // logits into one RequestOutput: the new token, the text now safe to show, its
 // log-probabilities when asked, and the finish reason once it ends.
 
@@ -12,6 +13,7 @@
 #include <string>
 
 #include "core/status.h"
+#include "engine/output_grammar.h"
 #include "engine/request_output.h"
 #include "engine/sampler.h"
 #include "engine/sampling_params.h"
@@ -58,7 +60,8 @@ class RequestProcessor {
 
  private:
   RequestProcessor(RequestId id, int32_t n_prompt_tokens, Sampler sampler, StopChecker stop,
-                   tokenizer::StreamingDetokenizer detokenizer);
+                   tokenizer::StreamingDetokenizer detokenizer,
+                   std::optional<OutputGrammar> grammar);
   // The next output's common fields; the first one carries the queue time.
   RequestOutput new_output();
 
@@ -67,6 +70,7 @@ class RequestProcessor {
   Sampler sampler_;
   StopChecker stop_;
   tokenizer::StreamingDetokenizer detokenizer_;
+  std::optional<OutputGrammar> grammar_;  // empty: free text
   std::chrono::steady_clock::time_point created_ = std::chrono::steady_clock::now();
   double queued_seconds_ = -1.0;  // set by mark_scheduled
   bool sent_first_output_ = false;

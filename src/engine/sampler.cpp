@@ -1,5 +1,6 @@
 #include "engine/sampler.h"
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
 #include <string>
@@ -18,7 +19,7 @@ std::mt19937 seeded_generator(const std::optional<uint64_t>& seed) {
 }
 
 Status no_finite_logit() {
-  return invalid_argument("sampler: no token has a finite logit (all banned or NaN)");
+  return invalid_argument("sampler: no token has a finite logit (all banned by the bias or the grammar, or NaN)");
 }
 
 }  // namespace
@@ -36,7 +37,8 @@ Sampler::Sampler(const SamplingParams& params, int32_t n_vocab)
       rng_(seeded_generator(params.seed)),
       candidates_(static_cast<size_t>(n_vocab)),
       weights_(static_cast<size_t>(n_vocab)),
-      top_(static_cast<size_t>(params.top_logprobs)) {}
+      top_(static_cast<size_t>(params.top_logprobs)),
+      masked_(params.grammar ? static_cast<size_t>(n_vocab) : 0) {}
 
 void Sampler::accept_prompt(std::span<const int32_t> tokens) {
   for (int32_t token : tokens) penalties_.accept(token, /*generated=*/false);
@@ -57,21 +59,42 @@ CandidateList Sampler::prepare_candidates(std::span<const float> logits) {
   return CandidateList{std::span<Candidate>(candidates_), false};
 }
 
-Expected<SampledToken> Sampler::sample(std::span<const float> logits) {
-  if (logits.size() != candidates_.size()) {
-    return invalid_argument("sampler: got " + std::to_string(logits.size()) +
+std::span<const float> Sampler::apply_mask(std::span<const float> logits,
+                                          std::span<const uint32_t> allowed) {
+  masked_.resize(logits.size());
+  const size_t n = logits.size();
+  for (size_t word = 0; word * 32 < n; ++word) {
+    const uint32_t bits = allowed[word];
+    const size_t end = std::min(n, word * 32 + 32);
+    for (size_t id = word * 32; id < end; ++id) {
+      masked_[id] = (bits >> (id % 32)) & 1u ? logits[id] : -INFINITY;
+    }
+  }
+  return masked_;
+}
+
+Expected<SampledToken> Sampler::sample(std::span<const float> raw_logits,
+                                       std::span<const uint32_t> allowed) {
+  if (raw_logits.size() != candidates_.size()) {
+    return invalid_argument("sampler: got " + std::to_string(raw_logits.size()) +
                             " logits for a vocabulary of " + std::to_string(n_vocab_));
   }
+  if (!allowed.empty() && allowed.size() * 32 < raw_logits.size()) {
+    return invalid_argument("sampler: a token mask of " + std::to_string(allowed.size()) +
+                            " words for a vocabulary of " + std::to_string(n_vocab_));
+  }
+  // The choice sees the masked logits; log-probabilities the raw ones.
+  const std::span<const float> logits = allowed.empty() ? raw_logits : apply_mask(raw_logits, allowed);
   SampledToken result;
-  const bool raw_logits = params_.logit_bias.empty() && !penalties_.enabled();
+  const bool unchanged = params_.logit_bias.empty() && !penalties_.enabled();
   const bool truncates = (params_.top_k > 0 && params_.top_k < n_vocab_) || params_.top_p < 1.0f || params_.min_p > 0.0f;
   std::optional<int32_t> drawn;
-  if (raw_logits && params_.greedy()) {
+  if (unchanged && params_.greedy()) {
     // The logits as they are: no candidate list to build.
     const size_t best = argmax_logit(logits);
     if (!(logits[best] > -INFINITY)) return no_finite_logit();
     result.token = static_cast<int32_t>(best);
-  } else if (raw_logits && !truncates && (drawn = draw_from_logits(logits))) {
+  } else if (unchanged && !truncates && (drawn = draw_from_logits(logits))) {
     result.token = *drawn;
   } else {
     CandidateList list = prepare_candidates(logits);
@@ -87,7 +110,7 @@ Expected<SampledToken> Sampler::sample(std::span<const float> logits) {
     }
   }
   if (params_.logprobs || !top_.empty()) {
-    const LogSoftmax log_softmax(logits, weights_);
+    const LogSoftmax log_softmax(raw_logits, weights_);
     result.logprob = log_softmax(result.token);
     log_softmax.top(top_);
     result.top = top_;

@@ -35,15 +35,22 @@ class Sampler {
   void accept_prompt(std::span<const int32_t> tokens);
   void accept(int32_t token);
 
-  // logits: [n_vocab], the raw next-token logits. Fails on a wrong size, or when the
-  // bias leaves no token with a finite logit.
-  Expected<SampledToken> sample(std::span<const float> logits);
+  // logits: [n_vocab], the raw next-token logits. allowed: empty, or a token bitmask
+  // ([ceil(n_vocab / 32)] words, bit i % 32 of word i / 32 set = token i may be chosen;
+  // a grammar's mask), applied before every other stage. Log-probabilities stay those of
+  // the raw logits. Fails on a wrong size, or when the mask and the bias leave no token
+  // with a finite logit.
+  Expected<SampledToken> sample(std::span<const float> logits,
+                                std::span<const uint32_t> allowed = {});
 
   const SamplingParams& params() const { return params_; }
 
  private:
   Sampler(const SamplingParams& params, int32_t n_vocab);
   CandidateList prepare_candidates(std::span<const float> logits);
+  // The logits with -inf where `allowed` bans, in masked_.
+  std::span<const float> apply_mask(std::span<const float> logits,
+                                    std::span<const uint32_t> allowed);
   double next_uniform();  // in [0, 1), from 32 random bits: the same on every platform
   // Temperature sampling with no bias, penalty or truncation: a draw from the softmax of
   // the logits as they are, weights by exp_sum (core/exp_sum.h) into weights_. nullopt
@@ -57,6 +64,7 @@ class Sampler {
   std::vector<Candidate> candidates_;  // [n_vocab] scratch
   std::vector<float> weights_;         // [n_vocab] scratch: unnormalized softmax of the logits (draws, log-probabilities)
   std::vector<TokenLogprob> top_;      // [top_logprobs] scratch
+  std::vector<float> masked_;          // [n_vocab] scratch, with a grammar: the logits, -inf where the mask bans
 };
 
 }  // namespace pagoda::engine

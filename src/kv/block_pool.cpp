@@ -1,12 +1,30 @@
 #include "kv/block_pool.h"
 
 #include <cassert>
+#include <string>
 #include <utility>
 
 namespace pagoda::kv {
 
-BlockPool::BlockPool(int32_t n_blocks, int32_t block_size)
-    : block_size_(block_size), blocks_(static_cast<size_t>(n_blocks)) {
+Expected<EvictionPolicy> parse_eviction_policy(std::string_view name) {
+  if (name == "lru") return EvictionPolicy::kLru;
+  if (name == "lfu") return EvictionPolicy::kLfu;
+  if (name == "fifo") return EvictionPolicy::kFifo;
+  return invalid_argument("unknown prefix-cache eviction policy '" + std::string(name) +
+                          "' (expected lru, lfu or fifo)");
+}
+
+std::string_view eviction_policy_name(EvictionPolicy policy) {
+  switch (policy) {
+    case EvictionPolicy::kLru: return "lru";
+    case EvictionPolicy::kLfu: return "lfu";
+    case EvictionPolicy::kFifo: return "fifo";
+  }
+  return "lru";
+}
+
+BlockPool::BlockPool(int32_t n_blocks, int32_t block_size, EvictionPolicy policy)
+    : block_size_(block_size), policy_(policy), blocks_(static_cast<size_t>(n_blocks)) {
   assert(n_blocks > 0 && block_size > 0);
   cached_.reserve(blocks_.size());
   for (BlockId id = 0; id < n_blocks; ++id) push_free_tail(id);
@@ -22,7 +40,8 @@ bool BlockPool::allocate(int32_t n, std::vector<BlockId>& out) {
   assert(n >= 0);
   if (n > n_free_) return false;
   for (int32_t i = 0; i < n; ++i) {
-    const BlockId id = free_head_;
+    const BlockId id = policy_ == EvictionPolicy::kLru ? free_head_
+                                                         : std::get<3>(*eviction_order_.begin());
     remove_free(id);
     if (blocks_[id].hash) {
       uncache(id);
@@ -38,6 +57,7 @@ void BlockPool::acquire(BlockId block) {
   assert(block >= 0 && block < n_blocks());
   Block& b = blocks_[block];
   if (b.ref_count == 0) remove_free(block);
+  if (b.hash) ++b.hits;
   ++b.ref_count;
 }
 
@@ -61,6 +81,8 @@ void BlockPool::cache(BlockId block, BlockHash hash, BlockKey key) {
   if (!cached_.try_emplace(hash, block).second) return;
   b.hash = hash;
   b.key = std::move(key);
+  b.cached_at = n_cached_ever_++;
+  b.hits = 0;
 }
 
 std::optional<BlockId> BlockPool::find(BlockHash hash, const BlockKey& key) const {
@@ -87,8 +109,18 @@ const BlockKey* BlockPool::cached_key(BlockId block) const {
 std::vector<BlockId> BlockPool::free_queue() const {
   std::vector<BlockId> ids;
   ids.reserve(static_cast<size_t>(n_free_));
-  for (BlockId id = free_head_; id != -1; id = blocks_[id].next) ids.push_back(id);
+  if (policy_ == EvictionPolicy::kLru) {
+    for (BlockId id = free_head_; id != -1; id = blocks_[id].next) ids.push_back(id);
+  } else {
+    for (const EvictionKey& key : eviction_order_) ids.push_back(std::get<3>(key));
+  }
   return ids;
+}
+
+BlockPool::EvictionKey BlockPool::eviction_key(BlockId block) const {
+  const Block& b = blocks_[block];
+  const uint64_t primary = policy_ == EvictionPolicy::kFifo ? b.cached_at : b.hits;
+  return {b.hash.has_value(), b.hash ? primary : 0, b.released, block};
 }
 
 void BlockPool::push_free_tail(BlockId block) {
@@ -103,12 +135,15 @@ void BlockPool::push_free_tail(BlockId block) {
   }
   free_tail_ = block;
   b.in_free_queue = true;
+  b.released = n_released_++;
   ++n_free_;
+  if (policy_ != EvictionPolicy::kLru) eviction_order_.insert(eviction_key(block));
 }
 
 void BlockPool::remove_free(BlockId block) {
   Block& b = blocks_[block];
   assert(b.in_free_queue);
+  if (policy_ != EvictionPolicy::kLru) eviction_order_.erase(eviction_key(block));
   if (b.prev == -1) {
     free_head_ = b.next;
   } else {
@@ -132,6 +167,7 @@ void BlockPool::uncache(BlockId block) {
   cached_.erase(it);
   b.hash.reset();
   b.key = BlockKey{};
+  b.hits = 0;
 }
 
 }  // namespace pagoda::kv

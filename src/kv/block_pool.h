@@ -12,22 +12,39 @@
 //    (callers pass a request's blocks last first, so the end of a chain is evicted
 //    before its start), keeping their cached identity: they stay reusable until evicted;
 //  - acquire() on a free cached block (a prefix hit) takes it out of the queue.
+// That is the LRU policy (the default). The other eviction policies order the free
+// blocks differently; with them, free blocks without a cached identity are always taken
+// first (they hold nothing anyone can find), then the cached ones:
+//  - kFifo: in the order they were cached (first cached, first evicted), reuse or not;
+//  - kLfu: fewest prefix hits first (acquire() of a cached block counts one), ties by
+//    LRU order; the count restarts when the block is evicted.
 // Not thread-safe: the engine thread owns it.
 
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <span>
+#include <string_view>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
+
+#include "core/status.h"
 
 #include "kv/block_hash.h"
 
 namespace pagoda::kv {
 
+enum class EvictionPolicy { kLru, kLfu, kFifo };
+
+// "lru", "lfu", "fifo" <-> the policy; an unknown name is kInvalidArgument naming it.
+Expected<EvictionPolicy> parse_eviction_policy(std::string_view name);
+std::string_view eviction_policy_name(EvictionPolicy policy);
+
 class BlockPool {
  public:
   // n_blocks > 0 blocks of block_size > 0 tokens, all free, in id order.
-  BlockPool(int32_t n_blocks, int32_t block_size);
+  BlockPool(int32_t n_blocks, int32_t block_size, EvictionPolicy policy = EvictionPolicy::kLru);
 
   int32_t n_blocks() const;
   int32_t block_size() const;
@@ -58,8 +75,10 @@ class BlockPool {
   std::optional<BlockHash> cached_hash(BlockId block) const;
   // The key a cached block was registered with; nullptr when it has no cached identity.
   const BlockKey* cached_key(BlockId block) const;
-  // Ids of the free blocks from head (evicted first) to tail; for tests and debugging.
+  // Ids of the free blocks in the order allocate() takes them (for LRU: from the queue's
+  // head to its tail); for tests and debugging.
   std::vector<BlockId> free_queue() const;
+  EvictionPolicy policy() const { return policy_; }
 
  private:
   struct Block {
@@ -68,14 +87,27 @@ class BlockPool {
     bool in_free_queue = false;
     std::optional<BlockHash> hash;
     BlockKey key;  // valid when hash is set
+    uint64_t released = 0;  // release order (kLfu's tie-break)
+    uint64_t cached_at = 0;  // cache order (kFifo)
+    uint64_t hits = 0;       // prefix hits since cached (kLfu)
   };
+  // kLfu / kFifo: a free block's place in the eviction order, smallest first:
+  // (cached, policy's key, release order, id).
+  using EvictionKey = std::tuple<bool, uint64_t, uint64_t, BlockId>;
+  EvictionKey eviction_key(BlockId block) const;
 
   void push_free_tail(BlockId block);
   void remove_free(BlockId block);
   void uncache(BlockId block);
 
   int32_t block_size_;
+  EvictionPolicy policy_;
   std::vector<Block> blocks_;  // [n_blocks]
+  // kLfu / kFifo: the free blocks in eviction order (the queue's links are kept too, and
+  // give LRU order).
+  std::set<EvictionKey> eviction_order_;
+  uint64_t n_released_ = 0;
+  uint64_t n_cached_ever_ = 0;
   BlockId free_head_ = -1, free_tail_ = -1;
   int32_t n_free_ = 0;
   int64_t n_evictions_ = 0;

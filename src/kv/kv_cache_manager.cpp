@@ -11,8 +11,9 @@ int32_t ceil_div(int32_t a, int32_t b) { return (a + b - 1) / b; }
 
 }  // namespace
 
-KvCacheManager::KvCacheManager(int32_t n_blocks, int32_t block_size, bool enable_prefix_cache)
-    : pool_(n_blocks, block_size), prefix_cache_(enable_prefix_cache) {}
+KvCacheManager::KvCacheManager(int32_t n_blocks, int32_t block_size, bool enable_prefix_cache,
+                               EvictionPolicy eviction)
+    : pool_(n_blocks, block_size, eviction), prefix_cache_(enable_prefix_cache) {}
 
 int32_t KvCacheManager::block_size() const { return pool_.block_size(); }
 int32_t KvCacheManager::n_blocks() const { return pool_.n_blocks(); }

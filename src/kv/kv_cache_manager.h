@@ -46,7 +46,8 @@ struct PrefixCacheStats {
 
 class KvCacheManager {
  public:
-  KvCacheManager(int32_t n_blocks, int32_t block_size, bool enable_prefix_cache = true);
+  KvCacheManager(int32_t n_blocks, int32_t block_size, bool enable_prefix_cache = true,
+                 EvictionPolicy eviction = EvictionPolicy::kLru);
 
   int32_t block_size() const;
   int32_t n_blocks() const;

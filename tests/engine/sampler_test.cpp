@@ -390,5 +390,86 @@ TEST(Sampler, RejectsBadParamsAndInputs) {
   EXPECT_FALSE(sampler.sample(std::vector<float>{1.0f, 2.0f, 3.0f}).ok());  // wrong size
 }
 
+// A token bitmask of `n_vocab` tokens with `allowed` set.
+std::vector<uint32_t> mask_of(int32_t n_vocab, std::initializer_list<int32_t> allowed) {
+  std::vector<uint32_t> mask(static_cast<size_t>((n_vocab + 31) / 32), 0u);
+  for (int32_t token : allowed) mask[static_cast<size_t>(token / 32)] |= 1u << (token % 32);
+  return mask;
+}
+
+TEST(SamplerMask, GreedyTakesTheBestAllowedToken) {
+  const std::vector<float> logits = random_logits(100, 3);
+  SamplingParams params;
+  params.temperature = 0.0f;
+  Sampler sampler = make_sampler(params, 100);
+  const std::vector<uint32_t> mask = mask_of(100, {5, 40, 77, 99});
+  Expected<SampledToken> sampled = sampler.sample(logits, mask);
+  ASSERT_TRUE(sampled.ok()) << sampled.status().message();
+  int32_t best = 5;
+  for (int32_t token : {40, 77, 99}) {
+    if (logits[static_cast<size_t>(token)] > logits[static_cast<size_t>(best)]) best = token;
+  }
+  EXPECT_EQ(sampled->token, best);
+}
+
+TEST(SamplerMask, EveryStageDrawsOnlyAllowedTokens) {
+  const std::vector<float> logits = random_logits(70, 9, 1.0f);
+  const std::vector<uint32_t> mask = mask_of(70, {0, 31, 32, 33, 69});
+  SamplingParams plain;
+  SamplingParams truncated;
+  truncated.top_k = 3;
+  truncated.top_p = 0.9f;
+  SamplingParams biased;
+  biased.logit_bias = {{31, 50.0f}, {1, 100.0f}};  // 1 is banned by the mask whatever its bias
+  biased.frequency_penalty = 0.5f;
+  for (SamplingParams params : {plain, truncated, biased}) {
+    params.seed = 4;
+    Sampler sampler = make_sampler(params, 70);
+    std::set<int32_t> seen;
+    for (int i = 0; i < 2000; ++i) {
+      Expected<SampledToken> sampled = sampler.sample(logits, mask);
+      ASSERT_TRUE(sampled.ok()) << sampled.status().message();
+      seen.insert(sampled->token);
+    }
+    for (int32_t token : seen) EXPECT_TRUE(token == 0 || token == 31 || token == 32 || token == 33 || token == 69) << token;
+  }
+  // Without truncation or bias, the draw is softmax over the allowed tokens: all show up.
+  SamplingParams params;
+  params.seed = 5;
+  Sampler sampler = make_sampler(params, 70);
+  std::set<int32_t> seen;
+  for (int i = 0; i < 4000; ++i) seen.insert(sampler.sample(logits, mask)->token);
+  EXPECT_EQ(seen, (std::set<int32_t>{0, 31, 32, 33, 69}));
+}
+
+TEST(SamplerMask, LogprobsAreThoseOfTheRawLogits) {
+  const std::vector<float> logits = logits_of({0.5, 0.25, 0.125, 0.125});
+  SamplingParams params;
+  params.temperature = 0.0f;
+  params.logprobs = true;
+  params.top_logprobs = 2;
+  Sampler sampler = make_sampler(params, 4);
+  Expected<SampledToken> sampled = sampler.sample(logits, mask_of(4, {2}));
+  ASSERT_TRUE(sampled.ok());
+  EXPECT_EQ(sampled->token, 2);
+  EXPECT_NEAR(sampled->logprob, std::log(0.125), 1e-6);
+  ASSERT_EQ(sampled->top.size(), 2u);
+  EXPECT_EQ(sampled->top[0].token, 0);  // the model's favourite, banned by the mask
+  EXPECT_NEAR(sampled->top[0].logprob, std::log(0.5), 1e-6);
+}
+
+TEST(SamplerMask, AMaskThatBansEverythingIsAnError) {
+  SamplingParams params;
+  Sampler sampler = make_sampler(params, 40);
+  const Expected<SampledToken> sampled = sampler.sample(random_logits(40, 1), mask_of(40, {}));
+  ASSERT_FALSE(sampled.ok());
+  EXPECT_EQ(sampled.status().message(),
+            "sampler: no token has a finite logit (all banned by the bias or the grammar, or NaN)");
+  const std::vector<uint32_t> short_mask(1, ~0u);
+  const Expected<SampledToken> short_one = sampler.sample(random_logits(40, 1), short_mask);
+  ASSERT_FALSE(short_one.ok());
+  EXPECT_EQ(short_one.status().message(), "sampler: a token mask of 1 words for a vocabulary of 40");
+}
+
 }  // namespace
 }  // namespace pagoda::engine

@@ -204,5 +204,96 @@ TEST(BlockPool, EvictionFollowsLeastRecentlyFreedOrder) {
   EXPECT_EQ(pool.n_cached(), 0);
 }
 
+// Blocks 0..n-1 of a pool of block size 1, each allocated, cached under its own token
+// (cached in id order), then released in `release_order`.
+BlockPool cached_pool(EvictionPolicy policy, int32_t n, const Ids& release_order) {
+  BlockPool pool(n, 1, policy);
+  Ids out;
+  EXPECT_TRUE(pool.allocate(n, out));
+  for (BlockId id = 0; id < n; ++id) pool.cache(id, BlockHash{1000u + static_cast<uint64_t>(id)}, key_of({id}));
+  for (BlockId id : release_order) pool.release(Ids{id});
+  return pool;
+}
+
+// Blocks hit by prefix lookups: acquired and released again `hits` times each.
+void hit(BlockPool& pool, BlockId block, int hits) {
+  for (int i = 0; i < hits; ++i) {
+    pool.acquire(block);
+    pool.release(Ids{block});
+  }
+}
+
+TEST(BlockPoolEviction, LruEvictsTheLeastRecentlyReleased) {
+  BlockPool pool = cached_pool(EvictionPolicy::kLru, 4, {2, 0, 3, 1});
+  hit(pool, 2, 3);  // used again: now the most recent
+  EXPECT_EQ(pool.free_queue(), (Ids{0, 3, 1, 2}));
+  Ids out;
+  ASSERT_TRUE(pool.allocate(2, out));
+  EXPECT_EQ(out, (Ids{0, 3}));
+  EXPECT_EQ(pool.n_evictions(), 2);
+  EXPECT_FALSE(pool.find(BlockHash{1000}, key_of({0})));
+  EXPECT_TRUE(pool.find(BlockHash{1002}, key_of({2})));
+}
+
+TEST(BlockPoolEviction, FifoEvictsInTheOrderBlocksWereCachedWhateverTheirUse) {
+  BlockPool pool = cached_pool(EvictionPolicy::kFifo, 4, {2, 0, 3, 1});
+  hit(pool, 0, 5);  // reuse does not matter
+  EXPECT_EQ(pool.free_queue(), (Ids{0, 1, 2, 3}));
+  Ids out;
+  ASSERT_TRUE(pool.allocate(3, out));
+  EXPECT_EQ(out, (Ids{0, 1, 2}));
+  EXPECT_EQ(pool.n_evictions(), 3);
+  // Block 0 cached again now: the newest, evicted last.
+  pool.cache(0, BlockHash{2000}, key_of({7}));
+  pool.release(Ids{1, 0, 2});
+  EXPECT_EQ(pool.free_queue(), (Ids{1, 2, 3, 0}));  // uncached first (release order), then by caching
+}
+
+TEST(BlockPoolEviction, LfuEvictsTheLeastHitThenTheLeastRecent) {
+  BlockPool pool = cached_pool(EvictionPolicy::kLfu, 5, {0, 1, 2, 3, 4});
+  hit(pool, 0, 3);
+  hit(pool, 1, 1);
+  hit(pool, 3, 1);
+  // 2 and 4: no hits (2 released first); 1 and 3: one hit (1 released first); 0: three.
+  EXPECT_EQ(pool.free_queue(), (Ids{2, 4, 1, 3, 0}));
+  Ids out;
+  ASSERT_TRUE(pool.allocate(3, out));
+  EXPECT_EQ(out, (Ids{2, 4, 1}));
+  // An evicted block starts counting again from zero once cached anew.
+  pool.cache(2, BlockHash{3000}, key_of({9}));
+  pool.release(Ids{2});
+  EXPECT_EQ(pool.free_queue(), (Ids{2, 3, 0}));
+}
+
+TEST(BlockPoolEviction, UncachedFreeBlocksGoBeforeCachedOnesUnderLfuAndFifo) {
+  for (EvictionPolicy policy : {EvictionPolicy::kLfu, EvictionPolicy::kFifo}) {
+    BlockPool pool(4, 1, policy);
+    Ids out;
+    ASSERT_TRUE(pool.allocate(4, out));
+    pool.cache(1, BlockHash{11}, key_of({1}));
+    pool.cache(3, BlockHash{13}, key_of({3}));
+    pool.release(Ids{1, 3, 0, 2});
+    EXPECT_EQ(pool.free_queue(), (Ids{0, 2, 1, 3})) << eviction_policy_name(policy);
+    out.clear();
+    ASSERT_TRUE(pool.allocate(2, out));
+    EXPECT_EQ(out, (Ids{0, 2}));
+    EXPECT_EQ(pool.n_evictions(), 0);
+    EXPECT_EQ(pool.n_cached(), 2);
+  }
+}
+
+TEST(BlockPoolEviction, PolicyNamesParse) {
+  EXPECT_EQ(*parse_eviction_policy("lru"), EvictionPolicy::kLru);
+  EXPECT_EQ(*parse_eviction_policy("lfu"), EvictionPolicy::kLfu);
+  EXPECT_EQ(*parse_eviction_policy("fifo"), EvictionPolicy::kFifo);
+  for (EvictionPolicy policy : {EvictionPolicy::kLru, EvictionPolicy::kLfu, EvictionPolicy::kFifo}) {
+    EXPECT_EQ(*parse_eviction_policy(eviction_policy_name(policy)), policy);
+  }
+  const Expected<EvictionPolicy> bad = parse_eviction_policy("random");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message(),
+            "unknown prefix-cache eviction policy 'random' (expected lru, lfu or fifo)");
+}
+
 }  // namespace
 }  // namespace pagoda::kv

@@ -357,6 +357,29 @@ TEST_F(ApiServiceTest, PromptLongerThanTheContextNamesBothLengths) {
   EXPECT_NE(message.find(std::to_string(n_tokens)), std::string::npos) << message;
 }
 
+TEST_F(ApiServiceTest, TokenizeAnswersLlamaServerClientsInTheirShape) {
+  serve();
+  const TestResponse response =
+      post("/tokenize", {{"content", "Once upon"}, {"with_pieces", true}});
+  ASSERT_EQ(response.status, 200) << response.body;
+  const nlohmann::json body = nlohmann::json::parse(response.body);
+  // No BOS: llama-server adds special tokens only when asked.
+  const std::vector<int32_t> ids = shared->tokenizer->encode("Once upon", false, true);
+  ASSERT_EQ(body["tokens"].size(), ids.size());
+  std::string joined;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    EXPECT_EQ(body["tokens"][i]["id"], ids[i]);
+    joined += body["tokens"][i]["piece"].get<std::string>();
+  }
+  EXPECT_EQ(joined, " Once upon");  // SentencePiece's leading space, as the pieces have it
+
+  const TestResponse detok = post("/detokenize", {{"tokens", ids}});
+  ASSERT_EQ(detok.status, 200) << detok.body;
+  const nlohmann::json text = nlohmann::json::parse(detok.body);
+  EXPECT_EQ(text["content"], text["prompt"]);
+  EXPECT_EQ(text["content"], "Once upon");
+}
+
 TEST_F(ApiServiceTest, UnknownModelIs404AndNAboveTheRunningCapIs400) {
   serve();
   TestResponse response = post("/v1/completions", {{"model", "other"}, {"prompt", "Once"}});

@@ -245,6 +245,8 @@ engine::EngineStats sample_stats() {
   stats.prefix_cache.queried_tokens = 4000;
   stats.prefix_cache.hit_tokens = 1536;
   stats.scheduler.n_preemptions = 2;
+  stats.n_cached_kv_blocks = 300;
+  stats.n_kv_evictions = 42;
   return stats;
 }
 
@@ -263,6 +265,7 @@ TEST(ServerMetrics, RendersEverySeriesAsRecorded) {
   metrics.observe_tpot(0.02);
   metrics.observe_e2e(1.2);
   metrics.observe_queue_time(0.0);
+  metrics.set_model_load_seconds(1.25);
   EXPECT_EQ(metrics.requests_served(), 3);
 
   const Exposition e = parse_exposition(metrics.render(sample_stats()));
@@ -278,6 +281,10 @@ TEST(ServerMetrics, RendersEverySeriesAsRecorded) {
   EXPECT_EQ(e.value("pagoda_prefix_cache_queries_total"), 4000);  // tokens, not lookups
   EXPECT_EQ(e.value("pagoda_prefix_cache_hits_total"), 1536);
   EXPECT_EQ(e.value("pagoda_num_preemptions_total"), 2);
+  EXPECT_EQ(e.value("pagoda_kv_cache_cached_blocks"), 300);
+  EXPECT_EQ(e.value("pagoda_prefix_cache_evictions_total"), 42);
+  EXPECT_EQ(e.value("pagoda_model_load_seconds"), 1.25);
+  EXPECT_EQ(e.types.at("pagoda_prefix_cache_evictions_total"), "counter");
   EXPECT_GT(e.value("process_resident_memory_bytes"), 1 << 20);
 
   EXPECT_EQ(check_histogram(e, "pagoda_time_to_first_token_seconds", ttft_buckets().size()), 2);

@@ -110,6 +110,7 @@ TEST(ServeConfig, Defaults) {
   EXPECT_EQ(c.engine.kv_type, DType::F16);
   EXPECT_FALSE(c.engine.kv_memory.bytes.has_value());
   EXPECT_TRUE(c.engine.enable_prefix_cache);
+  EXPECT_EQ(c.engine.prefix_cache_eviction, kv::EvictionPolicy::kLru);
   EXPECT_TRUE(c.config_file.empty());
   EXPECT_EQ(c.sources.at("model"), "--model");
   EXPECT_EQ(c.sources.at("port"), "default");
@@ -128,7 +129,8 @@ TEST(ServeConfig, EveryFlag) {
        "--cors-origin", "*", "--rate-limit-rpm", "120", "--max-queued", "9", "--shutdown-grace",
        "0", "--log-format", "json", "--log-level", "debug", "--log-prompts", "--max-model-len",
        "256", "--max-batched-tokens", "128", "--max-running", "8", "--block-size", "32",
-       "--kv-cache-type", "q8_0", "--kv-cache-memory", "512MiB", "--no-prefix-caching"});
+       "--kv-cache-type", "q8_0", "--kv-cache-memory", "512MiB", "--no-prefix-caching",
+       "--prefix-cache-eviction", "lfu"});
   ASSERT_TRUE(config.ok()) << config.status().message();
   const ServeConfig& c = *config;
   EXPECT_EQ(c.model_name, "tiny");
@@ -163,6 +165,7 @@ TEST(ServeConfig, EveryFlag) {
   EXPECT_EQ(c.engine.kv_type, DType::Q8_0);
   EXPECT_EQ(c.engine.kv_memory.bytes, std::optional<uint64_t>(512u << 20));
   EXPECT_FALSE(c.engine.enable_prefix_cache);
+  EXPECT_EQ(c.engine.prefix_cache_eviction, kv::EvictionPolicy::kLfu);
   for (const auto& [name, source] : c.sources) {
     EXPECT_EQ(source, "--" + name) << "every setting came from its flag";
   }
@@ -187,7 +190,7 @@ TEST(ServeConfig, FlagBeatsEnvironmentBeatsFileBeatsDefault) {
   EXPECT_EQ(config->config_file, file);
   EXPECT_EQ(config->sources.at("port"), "--port");
   EXPECT_EQ(config->sources.at("host"), "PAGODA_HOST");
-  EXPECT_EQ(config->sources.at("io-threads"), file);
+  EXPECT_EQ(config->sources.at("io-threads"), file + ":3: io_threads");
   EXPECT_EQ(config->sources.at("max-connections"), "default");
 }
 
@@ -245,6 +248,7 @@ TEST(ServeConfig, TomlFileForEveryKind) {
       "log_prompts = true\n"
       "prefix-caching = false\n"
       "kv_cache_type = \"f32\"\n"
+      "prefix_cache_eviction = \"fifo\"\n"
       "gpu_memory_utilization = 0.5\n"
       "device = \"cuda\"\n"
       "rate_limit_rpm = 30\n");
@@ -259,6 +263,7 @@ TEST(ServeConfig, TomlFileForEveryKind) {
   EXPECT_TRUE(config->log_prompts);
   EXPECT_FALSE(config->engine.enable_prefix_cache);
   EXPECT_EQ(config->engine.kv_type, DType::F32);
+  EXPECT_EQ(config->engine.prefix_cache_eviction, kv::EvictionPolicy::kFifo);
   EXPECT_EQ(config->rate_limit_rpm, 30);
   EXPECT_EQ(config->backend.cuda.memory_utilization, 0.5);
   EXPECT_EQ(config->backend.device.to_string(), "cuda:0");
@@ -308,6 +313,9 @@ TEST(ServeConfig, FlagErrorsNameTheFlag) {
             "--gpu-memory-utilization: 'most' is not a number");
   EXPECT_EQ(resolve.error({"-m", m, "--kv-cache-type", "q4_0"}),
             "--kv-cache-type: unknown kv cache type 'q4_0' (use f16, f32 or q8_0)");
+  EXPECT_EQ(resolve.error({"-m", m, "--prefix-cache-eviction", "mru"}),
+            "--prefix-cache-eviction: unknown prefix-cache eviction policy 'mru' (expected lru, "
+            "lfu or fifo)");
   EXPECT_EQ(resolve.error({"-m", m, "--kv-cache-memory", "4XB"}),
             "--kv-cache-memory: '4XB' is not a size in bytes (e.g. 8388608, 512MiB, 4GiB)");
   EXPECT_EQ(resolve.error({"-m", m, "--max-body-bytes", "10"}),
@@ -344,6 +352,77 @@ TEST(ServeConfig, EnvironmentErrorsNameTheVariable) {
   EXPECT_TRUE(resolve({"-m", kModel, "--port", "1"}).ok());
 }
 
+TEST(ServeConfig, TomlSectionsAsAnOperatorWritesThem) {
+  TempDir dir;
+  const std::string file = dir.write(
+      "serve.toml",
+      "[server]\nhost = \"0.0.0.0\"\nport = 9100\napi_keys = [\"k1\", \"k2\"]\ncors_origins = [\"*\"]\n"
+      "idle_timeout = 5\n"
+      "[model]\npath = \"" + std::string(kModel) + "\"\nserved_name = \"story\"\ncontext_length = 128\n"
+      "[engine]\nmax_batched_tokens = 64\nmax_running = 4\nthreads = 1\n"
+      "[cache]\nkv_memory = \"1MiB\"\nkv_type = \"f32\"\nprefix_caching = true\neviction_policy = \"fifo\"\n"
+      "block_size = 32\n"
+      "[logging]\nlevel = \"warn\"\nformat = \"json\"\n"
+      "[limits]\nrate_limit_rpm = 60\nmax_queued = 7\nmax-body-bytes = \"1MiB\"\n");
+  const Expected<ServeConfig> config = Resolve{}({"--config", file});
+  ASSERT_TRUE(config.ok()) << config.status().message();
+  const ServeConfig& c = *config;
+  EXPECT_EQ(c.host, "0.0.0.0");
+  EXPECT_EQ(c.port, 9100);
+  EXPECT_EQ(c.api_keys, (std::vector<std::string>{"k1", "k2"}));
+  EXPECT_EQ(c.cors_origins, std::vector<std::string>{"*"});
+  EXPECT_EQ(c.idle_timeout, std::chrono::seconds(5));
+  EXPECT_EQ(c.model_path, kModel);
+  EXPECT_EQ(c.model_name, "story");
+  EXPECT_EQ(c.engine.scheduler.max_model_len, 128);
+  EXPECT_EQ(c.engine.scheduler.max_batched_tokens, 64);
+  EXPECT_EQ(c.engine.scheduler.max_running, 4);
+  EXPECT_EQ(c.backend.cpu.n_threads, 1);
+  EXPECT_EQ(c.engine.kv_memory.bytes, std::optional<uint64_t>(1u << 20));
+  EXPECT_EQ(c.engine.kv_type, DType::F32);
+  EXPECT_TRUE(c.engine.enable_prefix_cache);
+  EXPECT_EQ(c.engine.prefix_cache_eviction, kv::EvictionPolicy::kFifo);
+  EXPECT_EQ(c.engine.block_size, 32);
+  EXPECT_EQ(c.log_level, spdlog::level::warn);
+  EXPECT_EQ(c.log_format, LogFormat::kJson);
+  EXPECT_EQ(c.rate_limit_rpm, 60);
+  EXPECT_EQ(c.max_queued, 7);
+  EXPECT_EQ(c.max_body_bytes, 1u << 20);
+  EXPECT_EQ(c.sources.at("port"), file + ":3: server.port");
+  EXPECT_EQ(c.sources.at("max-body-bytes"), file + ":27: limits.max-body-bytes");
+}
+
+TEST(ServeConfig, PrintConfigShowsEveryValueAndItsSource) {
+  TempDir dir;
+  const std::string file = dir.write("serve.toml", "[cache]\nkv_memory = \"2MiB\"\n");
+  Resolve resolve;
+  resolve.env = {{"PAGODA_PORT", "9300"}};
+  const Expected<ServeConfig> config = resolve(
+      {"-m", kModel, "--config", file, "--api-key", "sk-secret", "--no-prefix-caching", "-t", "2",
+       "--cors-origin", "http://a", "--cors-origin", "http://b:1"});
+  ASSERT_TRUE(config.ok()) << config.status().message();
+  const std::string printed = print_serve_config(*config);
+  auto line_of = [&](const std::string& start) {
+    const size_t at = printed.find("\n" + start);
+    EXPECT_NE(at, std::string::npos) << start << " in\n" << printed;
+    if (at == std::string::npos) return std::string();
+    return printed.substr(at + 1, printed.find('\n', at + 1) - at - 1);
+  };
+  EXPECT_EQ(line_of("model ="), "model = \"" + std::string(kModel) + "\"  # --model");
+  EXPECT_EQ(line_of("port ="), "port = 9300  # PAGODA_PORT");
+  EXPECT_EQ(line_of("host ="), "host = \"127.0.0.1\"  # default");
+  EXPECT_EQ(line_of("kv-cache-memory ="), "kv-cache-memory = \"2MiB\"  # " + file + ":2: cache.kv_memory");
+  EXPECT_EQ(line_of("prefix-caching ="), "prefix-caching = false  # --prefix-caching");
+  EXPECT_EQ(line_of("threads ="), "threads = 2  # --threads");
+  EXPECT_EQ(line_of("cors-origin ="), "cors-origin = [\"http://a\", \"http://b:1\"]  # --cors-origin");
+  EXPECT_EQ(line_of("# api-key"), "# api-key: 1 key(s), not shown  # --api-key");
+  EXPECT_EQ(printed.find("sk-secret"), std::string::npos);
+  // Every setting has its line.
+  for (const SettingSpec& spec : serve_settings()) {
+    EXPECT_NE(printed.find(std::string(spec.name)), std::string::npos) << spec.name;
+  }
+}
+
 TEST(ServeConfig, TomlErrorsNameFileLineAndKey) {
   TempDir dir;
   const Resolve resolve;
@@ -360,10 +439,17 @@ TEST(ServeConfig, TomlErrorsNameFileLineAndKey) {
   EXPECT_EQ(error_of("gpu_memory_utilization = \"high\"\n"),
             f + ":1: gpu_memory_utilization: expected a number, got a string");
   EXPECT_EQ(error_of("prot = 80\n"), f + ":1: unknown setting 'prot' (see pagoda serve --help)");
-  EXPECT_EQ(error_of("[engine]\nblock_size = 8\n"), f + ":1: unknown setting 'engine' (see pagoda serve --help)");
+  EXPECT_EQ(error_of("[engine]\nblock_size = 8\n"),
+            f + ":2: unknown setting 'engine.block_size' (see pagoda serve --help)");
+  EXPECT_EQ(error_of("[cache]\nkv_memory = 1\n[server]\nmodel = \"x\"\n"),
+            f + ":4: unknown setting 'server.model' (see pagoda serve --help)");
+  EXPECT_EQ(error_of("\n[cahce]\nkv_memory = 1\n"),
+            f + ":2: unknown section [cahce] (sections: server, model, engine, cache, logging, limits)");
   // (toml++ orders keys, so "max-queued" is read first.)
   EXPECT_EQ(error_of("max_queued = 1\nmax-queued = 2\n"),
-            f + ":1: max_queued: set twice (as '-' and '_' names)");
+            f + ":1: max_queued: 'max-queued' is set twice (" + f + ":2: max-queued)");
+  EXPECT_EQ(error_of("port = 1\n[server]\nport = 2\n"),
+            f + ":3: server.port: 'port' is set twice (" + f + ":1: port)");
   const std::string syntax = error_of("port = 80\nhost = \n");
   EXPECT_EQ(syntax.rfind(f + ":2:", 0), 0u) << syntax;
   EXPECT_NE(syntax.find("TOML syntax error"), std::string::npos) << syntax;

@@ -1,4 +1,4 @@
-// /tokenize and /detokenize bodies, as vLLM accepts and answers them.
+// /tokenize and /detokenize bodies, as vLLM and llama-server accept and answer them.
 
 #include "server/openai/tokenize_api.h"
 
@@ -92,8 +92,37 @@ TEST(TokenizeApi, ResponsesHaveVllmsShape) {
             ParseJson(R"(["<s>", "\u2581Hello", "!"])"));
   EXPECT_EQ(ParseJson(tokenize_body({}, 16)),
             ParseJson(R"({"count": 0, "max_model_len": 16, "tokens": [], "token_strs": null})"));
-  EXPECT_EQ(ParseJson(detokenize_body("Hello!")), ParseJson(R"({"prompt": "Hello!"})"));
+  EXPECT_EQ(ParseJson(detokenize_body("Hello!")),
+            ParseJson(R"({"prompt": "Hello!", "content": "Hello!"})"));
   EXPECT_EQ(ParseJson(detokenize_body("\xe2\x82"))["prompt"], "\xef\xbf\xbd");  // never throws
+}
+
+TEST(TokenizeApi, LlamaServersFieldNamesAndDefaults) {
+  auto request = parse_tokenize_request(R"({"content": "Hello", "with_pieces": true})");
+  ASSERT_TRUE(request.ok()) << request.error().message;
+  EXPECT_EQ(request->prompt, std::optional<std::string>("Hello"));
+  EXPECT_FALSE(request->add_special_tokens);  // llama-server adds none unless asked
+  EXPECT_TRUE(request->with_pieces);
+  EXPECT_TRUE(parse_tokenize_request(R"({"content": "a", "add_special": true})")->add_special_tokens);
+  EXPECT_FALSE(parse_tokenize_request(R"({"prompt": "a", "add_special": false})")->add_special_tokens);
+  EXPECT_FALSE(parse_tokenize_request(R"({"prompt": "a"})")->with_pieces);
+  EXPECT_TRUE(IsBadRequest(parse_tokenize_request(R"({"prompt": "a", "content": "b"})"), "content",
+                           "invalid_value"));
+  EXPECT_TRUE(IsBadRequest(
+      parse_tokenize_request(R"({"content": "a", "add_special": true, "add_special_tokens": true})"),
+      "add_special", "invalid_value"));
+  EXPECT_TRUE(IsBadRequest(parse_tokenize_request(R"({"content": 1})"), "content", "invalid_type"));
+  EXPECT_TRUE(IsBadRequest(parse_tokenize_request(R"({"content": "a", "with_pieces": "yes"})"),
+                           "with_pieces", "invalid_type"));
+}
+
+TEST(TokenizeApi, PiecesAreTextOrBytes) {
+  const std::vector<int32_t> tokens = {1, 15043, 300};
+  const std::vector<std::string> pieces = {"<s>", " Hello", "\xe2\x82"};  // the last: part of a character
+  const Json body = ParseJson(tokenize_body(tokens, 64, nullptr, &pieces));
+  EXPECT_EQ(body["tokens"], ParseJson(R"([{"id": 1, "piece": "<s>"}, {"id": 15043, "piece": " Hello"},
+                                          {"id": 300, "piece": [226, 130]}])"));
+  EXPECT_EQ(body["count"], 3);
 }
 
 }  // namespace

@@ -83,10 +83,9 @@ std::optional<Sourced> from_environment(const SettingSpec& spec, const EnvLookup
   return Sourced{std::move(values), name, name};
 }
 
-std::optional<Sourced> from_toml(const SettingSpec& spec, const std::vector<TomlSetting>& toml,
-                                 const std::string& path) {
+std::optional<Sourced> from_toml(const SettingSpec& spec, const std::vector<TomlSetting>& toml) {
   for (const TomlSetting& setting : toml) {
-    if (setting.spec == &spec) return Sourced{setting.values, setting.label, path};
+    if (setting.spec == &spec) return Sourced{setting.values, setting.label, setting.label};
   }
   return std::nullopt;
 }
@@ -138,6 +137,8 @@ void add_serve_options(CLI::App& serve, ServeOptions& raw) {
   serve.formatter(std::make_shared<ServeHelpFormatter>());
   serve.add_option("--config", raw.config_file, "TOML file of settings (keys as the long flags) [env: PAGODA_CONFIG]")
       ->type_name("FILE");
+  serve.add_flag("--print-config", raw.print_config,
+                 "Print the effective settings and where each came from, then exit");
   for (const SettingSpec& spec : serve_settings()) {
     add_setting_option(serve, spec, raw.flags[std::string(spec.name)]);
   }
@@ -151,7 +152,7 @@ Expected<ServeConfig> resolve_serve_config(const CLI::App& serve, const ServeOpt
   for (const SettingSpec& spec : serve_settings()) {
     std::optional<Sourced> chosen = from_flags(spec, serve, raw);
     if (!chosen) chosen = from_environment(spec, getenv);
-    if (!chosen) chosen = from_toml(spec, toml, config.config_file);
+    if (!chosen) chosen = from_toml(spec, toml);
     const std::string name(spec.name);
     if (!chosen) {
       config.sources[name] = "default";
@@ -160,6 +161,7 @@ Expected<ServeConfig> resolve_serve_config(const CLI::App& serve, const ServeOpt
     const Status applied = spec.apply(config, chosen->values);
     if (!applied.ok()) return Status(applied.code(), chosen->label + ": " + applied.message());
     config.sources[name] = chosen->source;
+    config.values[name] = chosen->values;
   }
   PAGODA_TRY(fill_computed_defaults(config));
   return config;

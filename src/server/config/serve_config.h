@@ -72,6 +72,8 @@ struct ServeConfig {
   // Where each setting's value came from, by setting name: "--port", "PAGODA_PORT",
   // "serve.toml", or "default".
   std::map<std::string, std::string, std::less<>> sources;
+  // The text each setting given (not defaulted) was set from, by setting name.
+  std::map<std::string, std::vector<std::string>, std::less<>> values;
 
   LoggingOptions logging() const { return {log_format, log_level, log_prompts}; }
 };
@@ -79,10 +81,19 @@ struct ServeConfig {
 // The raw text of the flags, as CLI11 parsed them. Bound by add_serve_options.
 struct ServeOptions {
   std::string config_file;  // --config
+  bool print_config = false;  // --print-config
   // Values given on the command line, by setting name ("port"); several for a repeated
   // list flag (--api-key a --api-key b), the last one for others.
   std::map<std::string, std::vector<std::string>, std::less<>> flags;
 };
+
+// The effective settings as TOML (flat keys, one a line), each with where its value came
+// from, for `pagoda serve --print-config`:
+//   port = 9000  # PAGODA_PORT
+//   max-queued = 256  # default
+// API keys are never shown (their count and source are). A setting with no default and
+// no value is a comment.
+std::string print_serve_config(const ServeConfig& config);
 
 // Reads an environment variable; nothing when unset.
 using EnvLookup = std::function<std::optional<std::string>(std::string_view)>;

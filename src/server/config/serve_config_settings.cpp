@@ -217,6 +217,13 @@ const SettingSpec kSettings[] = {
     {"prefix-caching", "", SettingKind::kBool, "", "on", kEngine,
      "Reuse the KV cache of prompt prefixes seen before (--no-prefix-caching: off)",
      [](ServeConfig& c, const Values& v) { return set_bool(c.engine.enable_prefix_cache, v); }},
+    {"prefix-cache-eviction", "", SettingKind::kText, "lru|lfu|fifo", "lru", kEngine,
+     "Which cached prefix blocks are reused first when the KV cache is full: least recently "
+     "used, least frequently used, or first cached",
+     [](ServeConfig& c, const Values& v) -> Status {
+       PAGODA_ASSIGN_OR_RETURN(c.engine.prefix_cache_eviction, kv::parse_eviction_policy(v.back()));
+       return Status::ok_status();
+     }},
 };
 
 bool same_name(std::string_view a, std::string_view b) {

@@ -71,6 +71,111 @@ Expected<std::vector<std::string>> node_values(const SettingSpec& spec, const to
   return internal_error(label + ": unknown setting kind");
 }
 
+// A key of a section and the setting it names.
+struct SectionKey {
+  std::string_view section;
+  std::string_view key;
+  std::string_view setting;
+};
+
+constexpr SectionKey kSectionKeys[] = {
+    {"server", "host", "host"},
+    {"server", "port", "port"},
+    {"server", "io_threads", "io-threads"},
+    {"server", "idle_timeout", "idle-timeout"},
+    {"server", "read_timeout", "read-timeout"},
+    {"server", "max_connections", "max-connections"},
+    {"server", "api_keys", "api-key"},
+    {"server", "api_key", "api-key"},
+    {"server", "api_key_file", "api-key-file"},
+    {"server", "cors_origins", "cors-origin"},
+    {"server", "cors_origin", "cors-origin"},
+    {"server", "shutdown_grace", "shutdown-grace"},
+    {"model", "path", "model"},
+    {"model", "file", "model"},
+    {"model", "served_name", "served-model-name"},
+    {"model", "served_model_name", "served-model-name"},
+    {"model", "name", "served-model-name"},
+    {"model", "context_length", "max-model-len"},
+    {"model", "max_model_len", "max-model-len"},
+    {"model", "chat_template", "chat-template"},
+    {"engine", "device", "device"},
+    {"engine", "threads", "threads"},
+    {"engine", "numerics", "numerics"},
+    {"engine", "gpu_memory_utilization", "gpu-memory-utilization"},
+    {"engine", "batch_invariant", "batch-invariant"},
+    {"engine", "max_batched_tokens", "max-batched-tokens"},
+    {"engine", "max_running", "max-running"},
+    {"engine", "max_model_len", "max-model-len"},
+    {"cache", "block_size", "block-size"},
+    {"cache", "kv_memory", "kv-cache-memory"},
+    {"cache", "kv_cache_memory", "kv-cache-memory"},
+    {"cache", "kv_type", "kv-cache-type"},
+    {"cache", "kv_cache_type", "kv-cache-type"},
+    {"cache", "prefix_caching", "prefix-caching"},
+    {"cache", "eviction_policy", "prefix-cache-eviction"},
+    {"cache", "eviction", "prefix-cache-eviction"},
+    {"cache", "prefix_cache_eviction", "prefix-cache-eviction"},
+    {"logging", "level", "log-level"},
+    {"logging", "log_level", "log-level"},
+    {"logging", "format", "log-format"},
+    {"logging", "log_format", "log-format"},
+    {"logging", "prompts", "log-prompts"},
+    {"logging", "log_prompts", "log-prompts"},
+    {"limits", "rate_limit_rpm", "rate-limit-rpm"},
+    {"limits", "max_queued", "max-queued"},
+    {"limits", "max_body_bytes", "max-body-bytes"},
+    {"limits", "max_connections", "max-connections"},
+};
+
+// '-' and '_' alike, as for flat keys.
+bool same_key(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if ((a[i] == '-' ? '_' : a[i]) != (b[i] == '-' ? '_' : b[i])) return false;
+  }
+  return true;
+}
+
+bool is_section(std::string_view name) {
+  for (const SectionKey& entry : kSectionKeys) {
+    if (same_key(entry.section, name)) return true;
+  }
+  return false;
+}
+
+// Whether the section groups the setting (under any of its names).
+bool in_section(std::string_view section, const SettingSpec& spec) {
+  for (const SectionKey& entry : kSectionKeys) {
+    if (same_key(entry.section, section) && entry.setting == spec.name) return true;
+  }
+  return false;
+}
+
+const SettingSpec* find_section_setting(std::string_view section, std::string_view key) {
+  for (const SectionKey& entry : kSectionKeys) {
+    if (same_key(entry.section, section) && same_key(entry.key, key)) return find_setting(entry.setting);
+  }
+  return nullptr;
+}
+
+// Adds one key's setting, or fails naming the key (`shown`: "port" or "cache.kv_memory").
+Status add_setting(std::vector<TomlSetting>& settings, const SettingSpec* spec, const toml::node& node,
+                   const std::string& shown, const std::string& path) {
+  const std::string at = path + ":" + std::to_string(node.source().begin.line);
+  if (!spec) return invalid_argument(at + ": unknown setting '" + shown + "' (see pagoda serve --help)");
+  const std::string label = at + ": " + shown;
+  for (const TomlSetting& earlier : settings) {
+    if (earlier.spec == spec) {
+      return invalid_argument(label + ": '" + std::string(spec->name) + "' is set twice (" +
+                              earlier.label + ")");
+    }
+  }
+  PAGODA_ASSIGN_OR_RETURN(std::vector<std::string> values, node_values(*spec, node, label));
+  settings.push_back({spec, std::move(values), label});
+  return Status::ok_status();
+}
+
 }  // namespace
 
 Expected<std::vector<TomlSetting>> parse_toml_settings(std::string_view text, const std::string& path) {
@@ -84,19 +189,25 @@ Expected<std::vector<TomlSetting>> parse_toml_settings(std::string_view text, co
   }
   std::vector<TomlSetting> settings;
   for (const auto& [key, node] : table) {
-    const std::string label = path + ":" + std::to_string(node.source().begin.line) + ": " +
-                              std::string(key.str());
-    const SettingSpec* spec = find_setting(key.str());
-    if (!spec) {
+    const std::string name(key.str());
+    const toml::table* section = node.as_table();
+    if (section == nullptr) {
+      PAGODA_TRY(add_setting(settings, find_setting(name), node, name, path));
+      continue;
+    }
+    if (!is_section(name)) {
       return invalid_argument(path + ":" + std::to_string(node.source().begin.line) +
-                              ": unknown setting '" + std::string(key.str()) +
-                              "' (see pagoda serve --help)");
+                              ": unknown section [" + name +
+                              "] (sections: server, model, engine, cache, logging, limits)");
     }
-    for (const TomlSetting& earlier : settings) {
-      if (earlier.spec == spec) return invalid_argument(label + ": set twice (as '-' and '_' names)");
+    for (const auto& [inner_key, inner] : *section) {
+      const std::string inner_name(inner_key.str());
+      // A section takes its own names and, for what it groups, the flat names too.
+      const SettingSpec* spec = find_section_setting(name, inner_name);
+      const SettingSpec* flat = spec ? nullptr : find_setting(inner_name);
+      if (flat && in_section(name, *flat)) spec = flat;
+      PAGODA_TRY(add_setting(settings, spec, inner, name + "." + inner_name, path));
     }
-    PAGODA_ASSIGN_OR_RETURN(std::vector<std::string> values, node_values(*spec, node, label));
-    settings.push_back({spec, std::move(values), label});
   }
   return settings;
 }

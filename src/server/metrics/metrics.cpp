@@ -101,6 +101,14 @@ void ServerMetrics::render_engine(ExpositionWriter& out, const engine::EngineSta
              MetricType::kCounter, static_cast<double>(stats.prefix_cache.queried_tokens));
   out.single("pagoda_prefix_cache_hits_total", "Prompt tokens found in the prefix cache.",
              MetricType::kCounter, static_cast<double>(stats.prefix_cache.hit_tokens));
+  out.single("pagoda_kv_cache_cached_blocks",
+             "KV cache blocks holding a prefix-cache entry (in use or evictable).",
+             MetricType::kGauge, stats.n_cached_kv_blocks);
+  out.single("pagoda_prefix_cache_evictions_total",
+             "Cached prefix blocks reused for other tokens (their entry dropped).",
+             MetricType::kCounter, static_cast<double>(stats.n_kv_evictions));
+  out.single("pagoda_model_load_seconds", "Seconds loading the model took at start.",
+             MetricType::kGauge, model_load_seconds_.load(std::memory_order_relaxed));
   out.single("pagoda_num_preemptions_total",
              "Running requests preempted (KV blocks freed, recomputed later).",
              MetricType::kCounter, static_cast<double>(stats.scheduler.n_preemptions));

@@ -58,6 +58,11 @@ class ServerMetrics {
   void observe_e2e(double seconds);
   void observe_queue_time(double seconds);
 
+  // How long loading the model took (weights, tokenizer, backend), set once at start.
+  void set_model_load_seconds(double seconds) {
+    model_load_seconds_.store(seconds, std::memory_order_relaxed);
+  }
+
   // record_request() calls so far.
   int64_t requests_served() const { return requests_served_.load(std::memory_order_relaxed); }
 
@@ -77,6 +82,7 @@ class ServerMetrics {
   Histogram e2e_;
   Histogram queue_time_;
   std::atomic<int64_t> requests_served_{0};
+  std::atomic<double> model_load_seconds_{0.0};
 };
 
 }  // namespace pagoda::server

@@ -57,8 +57,13 @@ asio::awaitable<ApiService::Handled> ApiService::tokenize(Call& call) {
   if (request.return_token_strs) {
     for (const int32_t token : tokens) token_strs.emplace_back(tokenizer_.token_text(token));
   }
+  std::vector<std::string> pieces;
+  if (request.with_pieces) {
+    for (const int32_t token : tokens) pieces.emplace_back(tokenizer_.token_to_piece(token, /*special=*/true));
+  }
   std::string body = tokenize_body(tokens, model_.max_model_len,
-                                   request.return_token_strs ? &token_strs : nullptr);
+                                   request.return_token_strs ? &token_strs : nullptr,
+                                   request.with_pieces ? &pieces : nullptr);
   co_return co_await respond(call, http::status::ok, std::move(body));
 }
 
