@@ -51,7 +51,7 @@ def create(**kwargs):
     kwargs.setdefault("model", SERVER.model_name())
     kwargs.setdefault("messages", QUESTION)
     kwargs.setdefault("tools", TOOLS)
-    kwargs.setdefault("max_tokens", 200)
+    kwargs.setdefault("max_tokens", 400)
     return client().chat.completions.create(**kwargs)
 
 

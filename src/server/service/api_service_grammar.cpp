@@ -98,16 +98,6 @@ ApiResult<std::optional<RequestGrammar>> request_grammar(const OutputFormat& for
       std::move((*grammar)->gbnf), std::move((*grammar)->triggers), "tools"});
 }
 
-std::shared_ptr<const grammar::VocabIndex> grammar_vocab_from_tokenizer(
-    const tokenizer::Tokenizer& tokenizer) {
-  const int32_t n_vocab = tokenizer.n_vocab();
-  std::vector<std::string> token_bytes(static_cast<size_t>(std::max(n_vocab, 0)));
-  for (int32_t id = 0; id < n_vocab; ++id) {
-    if (!tokenizer.is_control(id)) token_bytes[static_cast<size_t>(id)] = tokenizer.token_to_piece(id);
-  }
-  return grammar::VocabIndex::create(std::move(token_bytes), tokenizer.eog_tokens());
-}
-
 GrammarCache::GrammarCache(std::shared_ptr<const grammar::VocabIndex> vocab, size_t capacity,
                            VocabSource make_vocab)
     : vocab_(std::move(vocab)),

@@ -1,8 +1,9 @@
 #pragma once
 // The grammar of a request's tool calls, in the family's syntax (GBNF text, and the
 // strings that trigger it when the model may also answer in text):
-//   tool_choice "required"       one call, or several in a row with parallel_tool_calls,
-//                                constrained from the first token (no triggers)
+//   tool_choice "required"       one call, or several in a row with parallel_tool_calls
+//                                (at most 8 in one answer), constrained from the first
+//                                token (no triggers)
 //   a named function             one call of that function, from the first token
 //   "auto"                       free text until the output holds the family's opening
 //                                (triggers: "<tool_call>", "[TOOL_CALLS]", "<|python_tag|>"

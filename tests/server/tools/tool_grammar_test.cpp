@@ -58,7 +58,7 @@ TEST(ToolGrammar, HermesRequiredIsExact) {
   EXPECT_EQ((*grammar)->gbnf,
             "root ::= tool-calls\n"
             "tool-calls ::= \"<tool_call>\" tool-ws tool-call tool-ws \"</tool_call>\" (tool-ws "
-            "\"<tool_call>\" tool-ws tool-call tool-ws \"</tool_call>\")*\n"
+            "\"<tool_call>\" tool-ws tool-call tool-ws \"</tool_call>\"){0,7}\n"
             "tool-call ::= tool-fn0-call | tool-fn1-call\n"
             "tool-fn0-call ::= \"{\" tool-ws \"\\\"name\\\"\" tool-ws \":\" tool-ws "
             "\"\\\"get_weather\\\"\" tool-ws \",\" tool-ws \"\\\"arguments\\\"\" tool-ws \":\" "
@@ -192,6 +192,15 @@ TEST_F(ToolGrammarMatch, OneCallWithoutParallelCalls) {
       "<tool_call>{\"name\": \"add\", \"arguments\": {\"a\": 1, \"b\": 2}}</tool_call>";
   EXPECT_TRUE(Accepts(gbnf, call));
   EXPECT_FALSE(Accepts(gbnf, call + "\n" + call));
+}
+
+TEST_F(ToolGrammarMatch, AtMostEightParallelCalls) {
+  const std::string gbnf = Gbnf(ToolFamily::kGeneric, Tools(ToolChoice::kRequired));
+  const std::string call = R"({"name": "add", "arguments": {"a": 1, "b": 2}})";
+  std::string calls = call;
+  for (int i = 1; i < 8; ++i) calls += ", " + call;
+  EXPECT_TRUE(Accepts(gbnf, "{\"tool_calls\": [" + calls + "]}"));
+  EXPECT_FALSE(Accepts(gbnf, "{\"tool_calls\": [" + calls + ", " + call + "]}"));
 }
 
 TEST_F(ToolGrammarMatch, Llama3Call) {
