@@ -240,7 +240,9 @@ Scan generic_block(Cursor& cursor, BlockScan& block) {
 #undef PAGODA_SCAN
 
 constexpr std::array<std::string_view, 1> kHermesOpenings = {"<tool_call>"};
-constexpr std::array<std::string_view, 2> kLlamaOpenings = {"<|python_tag|>", "{\"name\""};
+// Llama's call is a bare JSON object, which may have whitespace after its brace: any '{'
+// may open one (an object that is not a call goes back to the text once it is whole).
+constexpr std::array<std::string_view, 2> kLlamaOpenings = {"<|python_tag|>", "{"};
 constexpr std::array<std::string_view, 1> kMistralOpenings = {"[TOOL_CALLS]"};
 constexpr std::array<std::string_view, 1> kGenericOpenings = {"{"};
 

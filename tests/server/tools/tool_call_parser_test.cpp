@@ -157,6 +157,8 @@ TEST(ToolCallParser, Llama3Calls) {
   ExpectBoth(family, "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Oslo\"}}",
              {"", {{"get_weather", R"({"city": "Oslo"})"}}});
   ExpectBoth(family, "<|python_tag|>{\"name\": \"f\", \"parameters\": {}}", {"", {{"f", "{}"}}});
+  ExpectBoth(family, "{\n  \"name\": \"f\",\n  \"parameters\": {\"k\": null}\n}",
+             {"", {{"f", R"({"k": null})"}}});
   ExpectBoth(family,
              "{\"name\": \"a\", \"parameters\": {}}; {\"name\": \"b\", \"parameters\": {\"n\": 2}}",
              {"", {{"a", "{}"}, {"b", R"({"n": 2})"}}});
