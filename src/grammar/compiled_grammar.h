@@ -11,6 +11,11 @@
 //              can follow that rule anywhere in the grammar;
 //   uncertain: the rest (its bytes run past the end of p's rule); only these are
 //              checked against the real stacks at run time.
+// Before classifying, the compiler drops alternatives that can never complete, inlines
+// small non-recursive rules (so that fewer tokens cross a rule's end), and gives one
+// token set to positions whose walks cannot differ within a token's length (a long
+// bounded repetition is classified a few times, not once per copy). Classification
+// walks are spread over threads when there is enough work.
 // A VocabIndex with zero tokens is fine: the matcher then matches bytes only.
 
 #include <cstdint>
@@ -28,10 +33,12 @@ struct CompiledData;  // compiled_grammar_internal.h
 
 struct CompileStats {
   int32_t n_positions = 0;        // character-class positions
-  int64_t n_accepted = 0;         // token classifications, summed over positions
+  int32_t n_classified = 0;       // distinct token sets (positions alike share one)
+  int64_t n_accepted = 0;         // token classifications, summed over the distinct sets
   int64_t n_rejected = 0;
   int64_t n_uncertain = 0;
   int32_t max_uncertain = 0;      // largest uncertain set of one position
+  int32_t max_stack_growth = 0;   // deepest a token's walk from one position grew the stack
   double compile_ms = 0;
 };
 

@@ -50,6 +50,16 @@ constexpr int32_t kMarker = -2;  // compiler only: whatever lies below the class
 
 constexpr uint32_t kEscaped = 1;  // Top::flags: the path went below kMarker
 
+// A state of at most kSafeTops tops uses the precomputed token sets. The compiler
+// counts a token accepted only when its paths that stay above the classified top keep
+// within the matcher's bounds divided by kSafeTops (else it leaves the token to the
+// run-time check), which keeps a state from overflowing on an accepted token in all but
+// grammars whose paths below the top explode too (GrammarMatcher::exceeded_bounds()). A
+// larger state (or one near kMaxStackDepth) checks every token at run time.
+constexpr int32_t kSafeTops = 256;
+constexpr int32_t kLocalMaxStacks = GrammarMatcher::kMaxStacks / kSafeTops;
+constexpr int32_t kLocalMaxClosureSteps = GrammarMatcher::kMaxClosureSteps / kSafeTops;
+
 struct CompiledData {
   Grammar grammar;  // as given (unproductive alternatives kept: to_gbnf shows the input)
   std::shared_ptr<const VocabIndex> vocab;
@@ -65,7 +75,9 @@ struct CompiledData {
   std::vector<char> may_end_sentence;
 
   std::vector<int32_t> token_set_of;  // per position: index into token_sets, -1 when none
+  uint32_t max_local_depth = 0;       // deepest stack growth in the compiler's walks
   std::vector<PositionTokens> token_sets;
+  std::vector<uint32_t> set_position;  // per token set: the position it was classified at
 };
 
 // The tops a byte (or a closure) leads to.
@@ -84,8 +96,22 @@ struct StepResult {
 // Steps stacks over bytes. Not thread safe; one per thread. Nodes go to `nodes`.
 class Stepper {
  public:
-  Stepper(const CompiledData& g, std::vector<Node>& nodes, bool lookahead)
-      : g_(g), nodes_(nodes), lookahead_(lookahead) {}
+  // The compiler's walks (lookahead) classify one top at a time: their paths that stay
+  // above kMarker (the ones the matcher will follow too) are held to the local bounds,
+  // so that a token they accept cannot make a state of up to kSafeTops tops overflow the
+  // matcher's bounds.
+  Stepper() = default;
+  Stepper(const CompiledData& g, std::vector<Node>& nodes, bool lookahead) { bind(g, nodes, lookahead); }
+  void bind(const CompiledData& g, std::vector<Node>& nodes, bool lookahead) {
+    g_ = &g;
+    nodes_ = &nodes;
+    lookahead_ = lookahead;
+    max_stacks_ = GrammarMatcher::kMaxStacks;
+    max_closure_steps_ = GrammarMatcher::kMaxClosureSteps;
+  }
+
+  // The deepest node this stepper made (the compiler's: above kMarker).
+  uint32_t max_depth() const { return max_depth_; }
 
   // The tops reached from the start of the root rule.
   void initial(StepResult& out);
@@ -93,90 +119,140 @@ class Stepper {
   void step(const std::vector<Top>& in, uint8_t byte, StepResult& out);
   // Adds the tops reachable from position `pos` with `parent` below (out not cleared).
   void closure(uint32_t pos, int32_t parent, uint32_t flags, StepResult& out);
-  // Sorts tops by position and removes stacks equal to another.
+  // Removes stacks equal to another (keeping the first); many tops are sorted by
+  // position on the way.
   void dedupe(std::vector<Top>& tops) const;
 
  private:
   bool visit(uint64_t key);  // false when already visited in this step
+  bool visit_hashed(uint64_t key);
   int32_t push_node(uint32_t pos, int32_t parent);
   bool same_stack(int32_t a, int32_t b) const;
   uint64_t top_hash(const Top& t) const;
 
-  const CompiledData& g_;
-  std::vector<Node>& nodes_;
-  bool lookahead_;
+  const CompiledData* g_ = nullptr;
+  std::vector<Node>* nodes_ = nullptr;
+  bool lookahead_ = false;
+  int32_t max_stacks_ = 0;
+  int32_t max_closure_steps_ = 0;
+  uint32_t max_depth_ = 0;
   int32_t budget_ = 0;
+  int32_t local_budget_ = 0;  // closure steps of paths not escaped (lookahead only)
   struct Work {
     uint32_t pos;
     int32_t parent;
     uint32_t flags;
   };
   std::vector<Work> work_;
+  static constexpr int kSmallVisited = 16;
+  uint64_t small_[kSmallVisited] = {};
+  int small_n_ = 0;
+  bool spilled_ = false;
   std::vector<uint64_t> visited_;
   std::vector<uint32_t> visited_gen_;
   uint32_t gen_ = 0;
   size_t visited_count_ = 0;
 };
 
-// Walks `candidates` (ascending indices into the vocabulary's sorted tokens) from the
-// tops `start`, sharing the work on common prefixes, and calls
-// on_token(sorted_index, const StepResult* end) with the state after the token's last
-// byte (nullptr when a byte before that had no stack left).
+// Walks tokens in trie order from the tops `start`, sharing the work on common
+// prefixes, and calls on_token(sorted_index, end) with the state after the token's last
+// byte, or end == nullptr when the token died before it; on_dead(begin, end, state) is
+// called instead for a run [begin, end) of sorted indices skipped because their common
+// prefix died (`state`: where it died, overflow set when a bound was hit).
+//   walk_range: every sorted index in [begin, end) (dead prefixes skipped whole).
+//   walk_list:  ascending sorted indices (a few), each walked.
 class TrieWalker {
  public:
-  TrieWalker(const CompiledData& g, std::vector<Node>& nodes, bool lookahead)
-      : g_(g), nodes_(nodes), stepper_(g, nodes, lookahead) {}
+  TrieWalker() = default;
+  TrieWalker(const CompiledData& g, std::vector<Node>& nodes, bool lookahead) { bind(g, nodes, lookahead); }
+  void bind(const CompiledData& g, std::vector<Node>& nodes, bool lookahead) {
+    g_ = &g;
+    nodes_ = &nodes;
+    stepper_.bind(g, nodes, lookahead);
+  }
+  const Stepper& stepper() const { return stepper_; }
 
-  template <typename Candidates, typename OnToken>
-  void walk(const StepResult& start, const Candidates& candidates, OnToken&& on_token);
+  template <typename OnToken, typename OnDead>
+  void walk_range(const StepResult& start, int32_t begin, int32_t end, OnToken&& on_token, OnDead&& on_dead);
+  template <typename OnToken>
+  void walk_list(const StepResult& start, const std::vector<int32_t>& candidates, OnToken&& on_token);
 
  private:
-  const CompiledData& g_;
-  std::vector<Node>& nodes_;
+  void begin_walk(const StepResult& start);
+  // Advances from the states shared with the previous token to the end of `t`; returns
+  // the depth reached (t.size() when the token lives).
+  size_t advance(std::string_view t);
+
+  const CompiledData* g_ = nullptr;
+  std::vector<Node>* nodes_ = nullptr;
   Stepper stepper_;
   std::vector<StepResult> depth_;  // depth_[d]: after the first d bytes of the current token
-  std::vector<size_t> mark_;       // nodes_.size() when depth_[d] was made
+  std::vector<size_t> mark_;       // nodes_->size() when depth_[d] was made
+  std::string_view prev_;
+  size_t computed_ = 0;  // depth_[0..computed_] hold prev_'s prefixes
 };
 
-template <typename Candidates, typename OnToken>
-void TrieWalker::walk(const StepResult& start, const Candidates& candidates, OnToken&& on_token) {
-  const VocabIndex& vocab = *g_.vocab;
-  const size_t max_len = static_cast<size_t>(vocab.max_token_length());
+inline void TrieWalker::begin_walk(const StepResult& start) {
+  const size_t max_len = static_cast<size_t>(g_->vocab->max_token_length());
   if (depth_.size() < max_len + 1) depth_.resize(max_len + 1);
   mark_.assign(max_len + 1, 0);
   depth_[0].clear();
   depth_[0].tops = start.tops;
   depth_[0].can_terminate = start.can_terminate;
-  mark_[0] = nodes_.size();
-  std::string_view prev;
-  size_t computed = 0;  // depth_[0..computed] hold prev's prefixes
-  bool any = false;
+  mark_[0] = nodes_->size();
+  prev_ = {};
+  computed_ = 0;
+}
+
+inline size_t TrieWalker::advance(std::string_view t) {
+  size_t l = 0;
+  const size_t lim = std::min({prev_.size(), t.size(), computed_});
+  while (l < lim && prev_[l] == t[l]) ++l;
+  size_t d = l;
+  nodes_->resize(mark_[d]);
+  while (d < t.size()) {
+    if (depth_[d].tops.empty() || depth_[d].overflow) break;
+    stepper_.step(depth_[d].tops, static_cast<uint8_t>(t[d]), depth_[d + 1]);
+    ++d;
+    mark_[d] = nodes_->size();
+  }
+  computed_ = d;
+  prev_ = t;
+  return d;
+}
+
+template <typename OnToken, typename OnDead>
+void TrieWalker::walk_range(const StepResult& start, int32_t begin, int32_t end, OnToken&& on_token,
+                            OnDead&& on_dead) {
+  const VocabIndex& vocab = *g_->vocab;
+  begin_walk(start);
+  for (int32_t idx = begin; idx < end;) {
+    const std::string_view t = vocab.sorted_bytes(idx);
+    const size_t d = advance(t);
+    if (d == t.size()) {
+      on_token(idx, static_cast<const StepResult*>(&depth_[d]));
+      ++idx;
+      continue;
+    }
+    // The first d bytes of t lead nowhere (or past a bound): so does every token after
+    // it that starts with them.
+    const int32_t skip_to = std::min(end, vocab.prefix_end(idx, d));
+    on_dead(idx, skip_to, static_cast<const StepResult*>(&depth_[d]));
+    idx = skip_to;
+  }
+  nodes_->resize(mark_[0]);
+}
+
+template <typename OnToken>
+void TrieWalker::walk_list(const StepResult& start, const std::vector<int32_t>& candidates, OnToken&& on_token) {
+  const VocabIndex& vocab = *g_->vocab;
+  begin_walk(start);
   for (const int32_t idx : candidates) {
     const std::string_view t = vocab.sorted_bytes(idx);
-    size_t l = 0;
-    if (any) {
-      const size_t lim = std::min({prev.size(), t.size(), computed});
-      while (l < lim && prev[l] == t[l]) ++l;
-    }
-    any = true;
-    size_t d = l;
-    nodes_.resize(mark_[d]);
-    bool dead = false;
-    while (d < t.size()) {
-      if (depth_[d].tops.empty() || depth_[d].overflow) {
-        dead = true;
-        break;
-      }
-      StepResult& next = depth_[d + 1];
-      stepper_.step(depth_[d].tops, static_cast<uint8_t>(t[d]), next);
-      ++d;
-      mark_[d] = nodes_.size();
-    }
-    computed = d;
-    prev = t;
-    on_token(idx, dead ? static_cast<const StepResult*>(nullptr) : &depth_[t.size()], dead ? &depth_[d] : nullptr);
+    const size_t d = advance(t);
+    on_token(idx, d == t.size() ? static_cast<const StepResult*>(&depth_[d]) : nullptr);
   }
-  nodes_.resize(mark_[0]);
+  nodes_->resize(mark_[0]);
 }
 
 }  // namespace pagoda::grammar::detail

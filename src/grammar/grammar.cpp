@@ -74,9 +74,13 @@ int32_t Grammar::add_rule(std::string name) {
 std::string Grammar::unique_rule_name(std::string_view base) const {
   const std::string clean = sanitize_rule_name(base);
   if (by_name_.find(clean) == by_name_.end()) return clean;
-  for (int64_t i = 1;; ++i) {
+  int64_t& next = next_suffix_[clean];
+  for (int64_t i = std::max<int64_t>(next, 1);; ++i) {
     std::string name = clean + "-" + std::to_string(i);
-    if (by_name_.find(name) == by_name_.end()) return name;
+    if (by_name_.find(name) == by_name_.end()) {
+      next = i;
+      return name;
+    }
   }
 }
 

@@ -128,6 +128,8 @@ class Grammar {
  private:
   std::vector<Rule> rules_;
   std::map<std::string, int32_t, std::less<>> by_name_;
+  // unique_rule_name: per base name, the suffix to try first (the ones below are taken).
+  mutable std::map<std::string, int64_t, std::less<>> next_suffix_;
   int32_t root_ = -1;
 };
 

@@ -76,6 +76,22 @@ std::vector<std::string> inferred_types(const Json& schema) {
   return types;
 }
 
+// The types "type" names, or without it the types the keywords imply (none: any value).
+Expected<std::vector<std::string>> schema_types(const Json& schema, const std::string& pointer) {
+  if (!schema.contains("type")) return inferred_types(schema);
+  const Json& type = schema["type"];
+  const Status bad_type = invalid_argument("type must be a string or a list of strings at " +
+                                           json_pointer_child(pointer, "type"));
+  if (type.is_string()) return std::vector<std::string>{type.get<std::string>()};
+  if (!type.is_array() || type.empty()) return bad_type;
+  std::vector<std::string> types;
+  for (const Json& one : type) {
+    if (!one.is_string()) return bad_type;
+    types.push_back(one.get<std::string>());
+  }
+  return types;
+}
+
 }  // namespace
 
 std::string json_pointer_child(const std::string& pointer, const std::string& key) {
@@ -111,9 +127,9 @@ JsonSchemaConverter::JsonSchemaConverter(const Json& root_schema, const JsonSche
     : root_schema_(root_schema), options_(options) {}
 
 Expected<std::string> JsonSchemaConverter::convert_root() {
-  const std::string root = reserve_rule(options_.root_rule);
+  root_name_ = reserve_rule(options_.root_rule);
   PAGODA_ASSIGN_OR_RETURN(std::string body, convert(root_schema_, "", options_.root_rule));
-  set_rule(root, body);
+  set_rule(root_name_, body);
   return grammar_text();
 }
 
@@ -132,6 +148,14 @@ Expected<std::string> JsonSchemaConverter::rule_for(const Json& schema, const st
 
 Expected<std::string> JsonSchemaConverter::convert(const Json& schema, const std::string& pointer,
                                                    const std::string& hint) {
+  struct DepthGuard {
+    int& depth;
+    explicit DepthGuard(int& d) : depth(++d) {}
+    ~DepthGuard() { --depth; }
+  } guard(depth_);
+  if (depth_ > kMaxSchemaDepth) {
+    return schema_error("schema nested deeper than " + std::to_string(kMaxSchemaDepth) + " levels", pointer);
+  }
   if (schema.is_boolean()) {
     if (schema.get<bool>()) return shared_rule("value");
     return schema_error("schema false (no value allowed) is unsupported here", pointer);
@@ -146,34 +170,13 @@ Expected<std::string> JsonSchemaConverter::convert(const Json& schema, const std
     }
     return convert_ref(schema, pointer, hint);
   }
-  if (schema.contains("const") || schema.contains("enum")) return convert_enum(schema, pointer, hint);
+  if (schema.contains("const") || schema.contains("enum")) return convert_enum(schema, pointer);
   for (const char* keyword : {"anyOf", "oneOf"}) {
     if (schema.contains(keyword)) return convert_union(schema, keyword, pointer, hint);
   }
-  if (schema.contains("allOf")) {
-    const Json& all = schema["allOf"];
-    const std::string all_pointer = json_pointer_child(pointer, "allOf");
-    if (!all.is_array() || all.empty()) return schema_error("allOf must be a non-empty array", all_pointer);
-    if (all.size() > 1) return schema_error("allOf with more than one subschema is unsupported", all_pointer);
-    const Json siblings = validation_siblings(schema, "allOf");
-    if (all[0].is_boolean() && all[0].get<bool>()) return convert(siblings, pointer, hint);
-    const Json merged = siblings.empty() ? all[0] : merge_schemas(siblings, all[0]);
-    return convert(merged, json_pointer_child(all_pointer, "0"), hint);
-  }
-  std::vector<std::string> types;
-  if (!schema.contains("type")) {
-    types = inferred_types(schema);
-    if (types.empty()) return shared_rule("value");
-  } else if (schema["type"].is_string()) {
-    types.push_back(schema["type"].get<std::string>());
-  } else if (schema["type"].is_array() && !schema["type"].empty()) {
-    for (const Json& type : schema["type"]) {
-      if (!type.is_string()) return schema_error("type must be a string or a list of strings", json_pointer_child(pointer, "type"));
-      types.push_back(type.get<std::string>());
-    }
-  } else {
-    return schema_error("type must be a string or a list of strings", json_pointer_child(pointer, "type"));
-  }
+  if (schema.contains("allOf")) return convert_all_of(schema, pointer, hint);
+  PAGODA_ASSIGN_OR_RETURN(std::vector<std::string> types, schema_types(schema, pointer));
+  if (types.empty()) return shared_rule("value");
   std::vector<std::string> parts;
   for (const std::string& type : types) {
     const std::string type_hint = types.size() > 1 ? hint + "-" + type : hint;
@@ -181,6 +184,18 @@ Expected<std::string> JsonSchemaConverter::convert(const Json& schema, const std
     parts.push_back(std::move(part));
   }
   return gbnf_alternatives(parts);
+}
+
+Expected<std::string> JsonSchemaConverter::convert_all_of(const Json& schema, const std::string& pointer,
+                                                          const std::string& hint) {
+  const Json& all = schema["allOf"];
+  const std::string all_pointer = json_pointer_child(pointer, "allOf");
+  if (!all.is_array() || all.empty()) return schema_error("allOf must be a non-empty array", all_pointer);
+  if (all.size() > 1) return schema_error("allOf with more than one subschema is unsupported", all_pointer);
+  const Json siblings = validation_siblings(schema, "allOf");
+  if (all[0].is_boolean() && all[0].get<bool>()) return convert(siblings, pointer, hint);
+  const Json merged = siblings.empty() ? all[0] : merge_schemas(siblings, all[0]);
+  return convert(merged, json_pointer_child(all_pointer, "0"), hint);
 }
 
 Status JsonSchemaConverter::check_keywords(const Json& schema, const std::string& pointer) const {
@@ -196,9 +211,9 @@ Status JsonSchemaConverter::check_keywords(const Json& schema, const std::string
 Expected<std::string> JsonSchemaConverter::convert_typed(const Json& schema, const std::string& type,
                                                          const std::string& pointer,
                                                          const std::string& hint) {
-  if (type == "string") return convert_string(schema, pointer, hint);
-  if (type == "number") return convert_number(schema, /*integer=*/false, pointer, hint);
-  if (type == "integer") return convert_number(schema, /*integer=*/true, pointer, hint);
+  if (type == "string") return convert_string(schema, pointer);
+  if (type == "number") return convert_number(schema, /*integer=*/false, pointer);
+  if (type == "integer") return convert_number(schema, /*integer=*/true, pointer);
   if (type == "boolean") return shared_rule("boolean");
   if (type == "null") return shared_rule("null");
   if (type == "object") return convert_object(schema, pointer, hint);
@@ -219,7 +234,7 @@ Expected<std::string> JsonSchemaConverter::convert_ref(const Json& schema, const
   const Json* target = resolve_pointer(target_pointer);
   if (target == nullptr) return schema_error("$ref '" + ref + "' points nowhere", ref_pointer);
   // "#" is the root, whose rule convert_root reserved first and fills.
-  if (target_pointer.empty()) return ref_rules_[ref] = options_.rule_prefix + options_.root_rule;
+  if (target_pointer.empty()) return ref_rules_[ref] = root_name_;
   // Named after the definition, and made before its body so that the body may refer to it.
   const std::string target_hint = target_pointer.substr(target_pointer.rfind('/') + 1);
   const std::string name = reserve_rule(target_hint.empty() ? hint : target_hint);
@@ -287,8 +302,7 @@ Expected<std::string> JsonSchemaConverter::convert_union(const Json& schema, con
   return gbnf_alternatives(parts);
 }
 
-Expected<std::string> JsonSchemaConverter::convert_enum(const Json& schema, const std::string& pointer,
-                                                        const std::string&) {
+Expected<std::string> JsonSchemaConverter::convert_enum(const Json& schema, const std::string& pointer) {
   if (schema.contains("const")) return value_literal(schema["const"]);
   const Json& values = schema["enum"];
   if (!values.is_array() || values.empty()) {

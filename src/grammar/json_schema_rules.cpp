@@ -1,4 +1,5 @@
 // JsonSchemaConverter's rules: names, the shared rules of JSON's grammar, the text.
+#include "grammar/grammar.h"
 #include "grammar/json_schema_converter.h"
 #include "grammar/regex_to_gbnf.h"
 
@@ -14,12 +15,25 @@ std::string json_string_char() {
   return "([^\"\\\\\\x00-\\x1F] | \"\\\\\" ([\"\\\\/bfnrt] | \"u\" [0-9a-fA-F]{4}))";
 }
 
-std::string JsonSchemaConverter::reserve_rule(const std::string& hint) {
-  std::string base = options_.rule_prefix;
-  for (char c : hint) {
-    const bool allowed = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-    base += allowed ? c : '-';
+std::string gbnf_sequence(std::initializer_list<std::string> parts) {
+  std::string out;
+  for (const std::string& part : parts) {
+    if (part.empty()) continue;
+    if (!out.empty()) out += ' ';
+    out += part;
   }
+  return out;
+}
+
+std::string parenthesized(const std::string& inner, const char* suffix) {
+  std::string out = "(";
+  out += inner;
+  out += ')';
+  return out + suffix;
+}
+
+std::string JsonSchemaConverter::reserve_rule(const std::string& hint) {
+  const std::string base = Grammar::sanitize_rule_name(options_.rule_prefix + hint);
   std::string name = base;
   for (int suffix = 2; rule_index_.count(name); ++suffix) name = base + "-" + std::to_string(suffix);
   rule_index_[name] = rules_.size();
@@ -32,8 +46,12 @@ void JsonSchemaConverter::set_rule(const std::string& name, const std::string& b
 }
 
 std::string JsonSchemaConverter::add_rule(const std::string& hint, const std::string& body) {
+  // Schemas repeat shapes (many properties alike): one rule each keeps the grammar, and
+  // the positions the compiler classifies tokens at, small.
+  if (auto it = rule_by_body_.find(body); it != rule_by_body_.end()) return it->second;
   const std::string name = reserve_rule(hint);
   set_rule(name, body);
+  rule_by_body_[body] = name;
   return name;
 }
 

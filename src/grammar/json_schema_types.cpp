@@ -1,11 +1,11 @@
-// JsonSchemaConverter, one JSON type at a time: strings, numbers, objects, arrays, and
-// the literal of a const or enum value.
+// JsonSchemaConverter, one JSON type at a time: strings, numbers, arrays, and the
+// literal of a const or enum value (objects: json_schema_objects.cpp).
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <optional>
 
 #include "grammar/choice_gbnf.h"
+#include "grammar/grammar.h"
 #include "grammar/json_schema_converter.h"
 #include "grammar/json_schema_formats.h"
 #include "grammar/json_schema_ranges.h"
@@ -15,17 +15,6 @@ namespace pagoda::grammar {
 namespace {
 
 constexpr const char* kQuote = "\"\\\"\"";  // the GBNF literal of one '"'
-
-// Parts joined by spaces, the empty ones (a compact grammar's whitespace) left out.
-std::string sequence(std::initializer_list<std::string> parts) {
-  std::string out;
-  for (const std::string& part : parts) {
-    if (part.empty()) continue;
-    if (!out.empty()) out += ' ';
-    out += part;
-  }
-  return out;
-}
 
 // A non-negative integer keyword (minLength, maxItems, ...), if present.
 Expected<std::optional<size_t>> count_keyword(const Json& schema, const char* keyword,
@@ -38,17 +27,25 @@ Expected<std::optional<size_t>> count_keyword(const Json& schema, const char* ke
     return schema_error(std::string(keyword) + " must be a non-negative integer",
                         json_pointer_child(pointer, keyword));
   }
-  return std::optional<size_t>(static_cast<size_t>(value.get<double>()));
+  return std::optional<size_t>(static_cast<size_t>(std::min(value.get<double>(), 1e15)));
 }
 
+// minLength/maxLength or minItems/maxItems. Each counted step is grammar to compile: a
+// maximum above max_counted is not enforced, a minimum above the grammar's repetition
+// limit is an error.
 Expected<std::pair<size_t, std::optional<size_t>>> count_bounds(const Json& schema, const char* min_keyword,
                                                                 const char* max_keyword,
-                                                                const std::string& pointer) {
+                                                                const std::string& pointer, size_t max_counted) {
   PAGODA_ASSIGN_OR_RETURN(std::optional<size_t> min, count_keyword(schema, min_keyword, pointer));
   PAGODA_ASSIGN_OR_RETURN(std::optional<size_t> max, count_keyword(schema, max_keyword, pointer));
   if (min && max && *min > *max) {
     return schema_error(std::string(min_keyword) + " above " + max_keyword, pointer);
   }
+  if (min && *min > static_cast<size_t>(Grammar::kMaxRepetition)) {
+    return schema_error(std::string(min_keyword) + " above " + std::to_string(Grammar::kMaxRepetition) +
+                            " is unsupported", json_pointer_child(pointer, min_keyword));
+  }
+  if (max && *max > max_counted) max.reset();
   return std::make_pair(min.value_or(0), max);
 }
 
@@ -95,8 +92,7 @@ constexpr long double kInt64Max = 9223372036854775807.0L;
 
 }  // namespace
 
-Expected<std::string> JsonSchemaConverter::convert_string(const Json& schema, const std::string& pointer,
-                                                          const std::string& hint) {
+Expected<std::string> JsonSchemaConverter::convert_string(const Json& schema, const std::string& pointer) {
   const bool has_lengths = schema.contains("minLength") || schema.contains("maxLength");
   if (schema.contains("format")) {
     if (!schema["format"].is_string()) {
@@ -105,7 +101,7 @@ Expected<std::string> JsonSchemaConverter::convert_string(const Json& schema, co
     const std::optional<std::string> format = string_format_gbnf(schema["format"].get<std::string>());
     if (format && !schema.contains("pattern")) {
       if (has_lengths) return schema_error("minLength/maxLength beside format is unsupported", pointer);
-      return sequence({kQuote, *format, kQuote});
+      return gbnf_sequence({kQuote, *format, kQuote});
     }
   }
   if (schema.contains("pattern")) {
@@ -116,16 +112,15 @@ Expected<std::string> JsonSchemaConverter::convert_string(const Json& schema, co
     regex_options.json_string_content = true;
     Expected<std::string> content = regex_to_gbnf_expression(schema["pattern"].get<std::string>(), regex_options);
     if (!content.ok()) return schema_error(content.status().message(), pattern_pointer);
-    return sequence({kQuote, *content, kQuote});
+    return gbnf_sequence({kQuote, *content, kQuote});
   }
   if (!has_lengths) return shared_rule("string");
-  PAGODA_ASSIGN_OR_RETURN(auto lengths, count_bounds(schema, "minLength", "maxLength", pointer));
-  (void)hint;
-  return sequence({kQuote, gbnf_repeat(json_string_char(), lengths.first, lengths.second), kQuote});
+  PAGODA_ASSIGN_OR_RETURN(auto lengths, count_bounds(schema, "minLength", "maxLength", pointer, options_.max_counted_repetition));
+  return gbnf_sequence({kQuote, gbnf_repeat(json_string_char(), lengths.first, lengths.second), kQuote});
 }
 
 Expected<std::string> JsonSchemaConverter::convert_number(const Json& schema, bool integer,
-                                                          const std::string& pointer, const std::string&) {
+                                                          const std::string& pointer) {
   PAGODA_ASSIGN_OR_RETURN(std::optional<Bound> lower, read_bound(schema, /*lower=*/true, pointer));
   PAGODA_ASSIGN_OR_RETURN(std::optional<Bound> upper, read_bound(schema, /*lower=*/false, pointer));
   if (!lower && !upper) return shared_rule(integer ? "integer" : "number");
@@ -161,107 +156,6 @@ Expected<std::string> JsonSchemaConverter::convert_number(const Json& schema, bo
   return body;
 }
 
-Expected<std::string> JsonSchemaConverter::convert_object(const Json& schema, const std::string& pointer,
-                                                          const std::string& hint) {
-  struct Property {
-    std::string key_literal;  // GBNF literal of the key's JSON text, quotes included
-    bool required = false;
-    std::string value;        // rule name of the value
-  };
-  const Json empty_object = Json::object();
-  const Json& properties = schema.contains("properties") ? schema["properties"] : empty_object;
-  if (!properties.is_object()) {
-    return schema_error("properties must be an object", json_pointer_child(pointer, "properties"));
-  }
-  std::vector<std::string> required_names;
-  if (schema.contains("required")) {
-    const Json& required = schema["required"];
-    const std::string required_pointer = json_pointer_child(pointer, "required");
-    if (!required.is_array()) return schema_error("required must be an array of strings", required_pointer);
-    for (const Json& name : required) {
-      if (!name.is_string()) return schema_error("required must be an array of strings", required_pointer);
-      required_names.push_back(name.get<std::string>());
-    }
-  }
-  auto is_required = [&](const std::string& name) {
-    return std::find(required_names.begin(), required_names.end(), name) != required_names.end();
-  };
-  const Json absent_additional = !options_.strict_properties;
-  const Json& additional = schema.contains("additionalProperties") ? schema["additionalProperties"]
-                                                                   : absent_additional;
-  const std::string additional_pointer = json_pointer_child(pointer, "additionalProperties");
-  if (!additional.is_boolean() && !additional.is_object()) {
-    return schema_error("additionalProperties must be a boolean or a schema", additional_pointer);
-  }
-  const bool extras = !(additional.is_boolean() && !additional.get<bool>());
-  if (properties.empty() && required_names.empty() && additional.is_boolean() && extras) {
-    return shared_rule("object");
-  }
-
-  std::vector<Property> declared;
-  const std::string properties_pointer = json_pointer_child(pointer, "properties");
-  for (const auto& [name, property_schema] : properties.items()) {
-    const std::string property_pointer = json_pointer_child(properties_pointer, name);
-    if (property_schema.is_boolean() && !property_schema.get<bool>()) {
-      if (is_required(name)) return schema_error("a required property whose schema is false", property_pointer);
-      continue;  // never written
-    }
-    PAGODA_ASSIGN_OR_RETURN(std::string value, rule_for(property_schema, property_pointer, hint + "-" + name));
-    declared.push_back({gbnf_literal(json_text(Json(name))), is_required(name), value});
-  }
-  for (const std::string& name : required_names) {
-    if (properties.contains(name)) continue;
-    const bool listed_twice = std::any_of(declared.begin(), declared.end(), [&](const Property& p) {
-      return p.key_literal == gbnf_literal(json_text(Json(name)));
-    });
-    if (!listed_twice) declared.push_back({gbnf_literal(json_text(Json(name))), true, shared_rule("value")});
-  }
-
-  const std::string space = ws();
-  auto member = [&](const std::string& key, const std::string& value) {
-    return sequence({key, "\":\"", space, value});
-  };
-  std::string extra_member;
-  if (extras) {
-    std::string extra_value = shared_rule("value");
-    if (additional.is_object()) {
-      PAGODA_ASSIGN_OR_RETURN(extra_value, rule_for(additional, additional_pointer, hint + "-additional"));
-    }
-    extra_member = member(shared_rule("string"), extra_value);
-  }
-  // tail[i]: the members from i on, each after a comma (something came before them).
-  // first[i]: the members from i on where nothing came before (empty: none can be first).
-  const size_t n = declared.size();
-  size_t first_required = n;
-  for (size_t i = 0; i < n; ++i) {
-    if (declared[i].required) {
-      first_required = i;
-      break;
-    }
-  }
-  std::vector<std::string> tail(n + 1), first(n + 1);
-  if (extras) {
-    tail[n] = "(" + sequence({"\",\"", space, extra_member}) + ")*";
-    first[n] = sequence({extra_member, tail[n]});
-  }
-  for (size_t i = n; i-- > 0;) {
-    const Property& p = declared[i];
-    // tail[i + 1] appears in both tail[i] and first[i] when first[i] is reachable.
-    std::string rest = tail[i + 1];
-    if (i <= first_required && !rest.empty()) rest = add_rule(hint + "-tail-" + std::to_string(i + 1), rest);
-    const std::string comma_member = sequence({"\",\"", space, member(p.key_literal, p.value)});
-    tail[i] = sequence({p.required ? comma_member : "(" + comma_member + ")?", rest});
-    if (i > first_required) continue;
-    std::vector<std::string> starts = {sequence({member(p.key_literal, p.value), rest})};
-    if (!p.required && !first[i + 1].empty()) starts.push_back(first[i + 1]);
-    first[i] = gbnf_alternatives(starts);
-  }
-  const std::string empty = sequence({"\"{\"", space, "\"}\""});
-  if (first[0].empty()) return empty;
-  const std::string full = sequence({"\"{\"", space, first[0], space, "\"}\""});
-  return first_required == n ? "(" + empty + " | " + full + ")" : full;
-}
-
 Expected<std::string> JsonSchemaConverter::convert_array(const Json& schema, const std::string& pointer,
                                                          const std::string& hint) {
   std::vector<std::string> prefix;  // rule names of the leading items
@@ -283,7 +177,7 @@ Expected<std::string> JsonSchemaConverter::convert_array(const Json& schema, con
       prefix.push_back(std::move(item));
     }
   }
-  PAGODA_ASSIGN_OR_RETURN(auto counts, count_bounds(schema, "minItems", "maxItems", pointer));
+  PAGODA_ASSIGN_OR_RETURN(auto counts, count_bounds(schema, "minItems", "maxItems", pointer, options_.max_counted_repetition));
   auto [min, max] = counts;
   const size_t k = prefix.size();
   std::string item;  // rule name of the items after the prefix; empty: none allowed
@@ -299,17 +193,17 @@ Expected<std::string> JsonSchemaConverter::convert_array(const Json& schema, con
     return shared_rule("array");
   }
   const std::string space = ws();
-  const std::string comma = sequence({"\",\"", space});
+  const std::string comma = gbnf_sequence({"\",\"", space});
   // The items after the prefix, each after a comma (after_prefix: how many may follow).
   std::string rest;
   if (!max || *max > k) {
     const size_t rest_min = min > k ? min - k : 0;
     const std::optional<size_t> rest_max = max ? std::optional<size_t>(*max - k) : std::nullopt;
     if (k == 0) {
-      rest = sequence({item, gbnf_repeat("(" + sequence({comma, item}) + ")", rest_min > 0 ? rest_min - 1 : 0,
+      rest = gbnf_sequence({item, gbnf_repeat(parenthesized(gbnf_sequence({comma, item})), rest_min > 0 ? rest_min - 1 : 0,
                                          rest_max ? std::optional<size_t>(*rest_max - 1) : std::nullopt)});
     } else {
-      rest = gbnf_repeat("(" + sequence({comma, item}) + ")", rest_min, rest_max);
+      rest = gbnf_repeat(parenthesized(gbnf_sequence({comma, item})), rest_min, rest_max);
     }
   }
   // Prefix items from last to first: item j, then (when j + 1 < max) the rest, optional once
@@ -317,13 +211,13 @@ Expected<std::string> JsonSchemaConverter::convert_array(const Json& schema, con
   const size_t prefix_used = max ? std::min(k, *max) : k;
   for (size_t j = prefix_used; j-- > 0;) {
     std::string after = rest;
-    if (j + 1 < prefix_used && j + 1 >= min) after = "(" + after + ")?";
-    rest = sequence({j > 0 ? comma : "", prefix[j], after});
+    if (j + 1 < prefix_used && j + 1 >= min) after = parenthesized(after, "?");
+    rest = gbnf_sequence({j > 0 ? comma : "", prefix[j], after});
   }
-  const std::string empty = sequence({"\"[\"", space, "\"]\""});
+  const std::string empty = gbnf_sequence({"\"[\"", space, "\"]\""});
   if (rest.empty()) return empty;
-  const std::string full = sequence({"\"[\"", space, rest, space, "\"]\""});
-  return min == 0 ? "(" + empty + " | " + full + ")" : full;
+  const std::string full = gbnf_sequence({"\"[\"", space, rest, space, "\"]\""});
+  return min == 0 ? gbnf_alternatives({empty, full}) : full;
 }
 
 std::string JsonSchemaConverter::value_literal(const Json& value) {
@@ -331,21 +225,21 @@ std::string JsonSchemaConverter::value_literal(const Json& value) {
   if (value.is_object() && !value.empty()) {
     std::string members;
     for (const auto& [key, member] : value.items()) {
-      if (!members.empty()) members = sequence({members, "\",\"", space});
-      members = sequence({members, gbnf_literal(json_text(Json(key))), "\":\"", space, value_literal(member)});
+      if (!members.empty()) members = gbnf_sequence({members, "\",\"", space});
+      members = gbnf_sequence({members, gbnf_literal(json_text(Json(key))), "\":\"", space, value_literal(member)});
     }
-    return "(" + sequence({"\"{\"", space, members, space, "\"}\""}) + ")";
+    return parenthesized(gbnf_sequence({"\"{\"", space, members, space, "\"}\""}));
   }
   if (value.is_array() && !value.empty()) {
     std::string elements;
     for (const Json& element : value) {
-      if (!elements.empty()) elements = sequence({elements, "\",\"", space});
-      elements = sequence({elements, value_literal(element)});
+      if (!elements.empty()) elements = gbnf_sequence({elements, "\",\"", space});
+      elements = gbnf_sequence({elements, value_literal(element)});
     }
-    return "(" + sequence({"\"[\"", space, elements, space, "\"]\""}) + ")";
+    return parenthesized(gbnf_sequence({"\"[\"", space, elements, space, "\"]\""}));
   }
-  if (value.is_object()) return "(" + sequence({"\"{\"", space, "\"}\""}) + ")";
-  if (value.is_array()) return "(" + sequence({"\"[\"", space, "\"]\""}) + ")";
+  if (value.is_object()) return parenthesized(gbnf_sequence({"\"{\"", space, "\"}\""}));
+  if (value.is_array()) return parenthesized(gbnf_sequence({"\"[\"", space, "\"]\""}));
   return gbnf_literal(json_text(value));
 }
 

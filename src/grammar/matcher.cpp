@@ -16,6 +16,11 @@ namespace {
 
 void set_bit(std::span<uint32_t> mask, int32_t id) { mask[id / 32] |= 1u << (id % 32); }
 
+// By position, so that the mask visits each top position's sets once.
+void sort_tops(std::vector<Top>& tops) {
+  std::sort(tops.begin(), tops.end(), [](const Top& a, const Top& b) { return a.pos < b.pos; });
+}
+
 }  // namespace
 
 GrammarMatcher::GrammarMatcher(std::shared_ptr<const CompiledGrammar> grammar) : grammar_(std::move(grammar)) {
@@ -31,6 +36,7 @@ void GrammarMatcher::reset() {
   state_ = State{};
   state_.tops = std::move(r.tops);
   state_.can_terminate = r.can_terminate;
+  sort_tops(state_.tops);
   live_nodes_ = nodes_.size();
 }
 
@@ -39,11 +45,14 @@ bool GrammarMatcher::is_completed() const { return state_.terminated || (state_.
 bool GrammarMatcher::is_terminated() const { return state_.terminated; }
 
 bool GrammarMatcher::accept_bytes(std::string_view bytes) {
+  exceeded_bounds_ = false;
   if (state_.terminated) return false;
   const size_t saved_nodes = nodes_.size();
-  Stepper stepper(grammar_->data(), nodes_, /*lookahead=*/false);
-  StepResult a;
-  StepResult b;
+  thread_local Stepper stepper;
+  thread_local StepResult a;
+  thread_local StepResult b;
+  stepper.bind(grammar_->data(), nodes_, /*lookahead=*/false);
+  a.clear();
   a.tops = state_.tops;
   a.can_terminate = state_.can_terminate;
   for (const char c : bytes) {
@@ -54,6 +63,7 @@ bool GrammarMatcher::accept_bytes(std::string_view bytes) {
     stepper.step(a.tops, static_cast<uint8_t>(c), b);
     if (b.overflow) {
       nodes_.resize(saved_nodes);
+      exceeded_bounds_ = true;
       return false;
     }
     std::swap(a, b);
@@ -67,11 +77,13 @@ bool GrammarMatcher::accept_bytes(std::string_view bytes) {
   state_ = State{};
   state_.tops = std::move(a.tops);
   state_.can_terminate = a.can_terminate;
+  sort_tops(state_.tops);
   if (nodes_.size() > 4096 && nodes_.size() > 4 * live_nodes_) compact_nodes();
   return true;
 }
 
 bool GrammarMatcher::accept_token(int32_t token) {
+  exceeded_bounds_ = false;
   const VocabIndex& vocab = grammar_->vocab();
   if (token < 0 || token >= vocab.n_vocab() || state_.terminated) return false;
   if (vocab.is_stop_token(token)) {
@@ -142,21 +154,31 @@ void GrammarMatcher::fill_next_token_bitmask(std::span<uint32_t> bitmask) const 
   thread_local std::vector<int32_t> candidates;
   thread_local std::vector<int32_t> merged;
   candidates.clear();
-  StepResult start;
+  thread_local StepResult start;
   start.tops = state_.tops;
   start.can_terminate = state_.can_terminate;
 
   bool partial = false;
-  for (const Top& t : state_.tops) partial = partial || t.partial != 0;
-  if (partial) {
-    // Mid-character: only tokens starting with a continuation byte can follow, a short
-    // range of the sorted vocabulary.
-    const std::vector<int32_t>& sorted = vocab.sorted_tokens();
-    auto lo = std::lower_bound(sorted.begin(), sorted.end(), std::string_view("\x80", 1),
-                               [&](int32_t id, std::string_view v) { return vocab.token_bytes(id) < v; });
-    auto hi = std::lower_bound(sorted.begin(), sorted.end(), std::string_view("\xC0", 1),
-                               [&](int32_t id, std::string_view v) { return vocab.token_bytes(id) < v; });
-    for (auto it = lo; it != hi; ++it) candidates.push_back(static_cast<int32_t>(it - sorted.begin()));
+  uint32_t depth = 0;
+  for (const Top& t : state_.tops) {
+    partial = partial || t.partial != 0;
+    if (t.parent >= 0) depth = std::max(depth, nodes_[t.parent].depth);
+  }
+  const bool exact = static_cast<int32_t>(state_.tops.size()) > kSafeTops ||
+                     static_cast<int64_t>(depth) + d.max_local_depth + 1 >= kMaxStackDepth;
+  thread_local TrieWalker walker;
+  walker.bind(d, nodes_, /*lookahead=*/false);
+  auto set_if_alive = [&](int32_t idx, const StepResult* end) {
+    if (end != nullptr && !end->overflow && (!end->tops.empty() || end->can_terminate)) {
+      set_bit(mask, vocab.sorted_tokens()[idx]);
+    }
+  };
+  auto ignore_dead = [](int32_t, int32_t, const StepResult*) {};
+  if (exact || partial) {
+    // Beyond what the precomputed sets vouch for, or mid-character (where only tokens
+    // starting with a continuation byte survive the first level): every token checked.
+    walker.walk_range(start, 0, static_cast<int32_t>(vocab.sorted_tokens().size()), set_if_alive, ignore_dead);
+    return;
   } else {
     // Tops are sorted by position: each distinct position adds its precomputed sets.
     bool first = true;
@@ -206,12 +228,7 @@ void GrammarMatcher::fill_next_token_bitmask(std::span<uint32_t> bitmask) const 
     }
   }
   if (candidates.empty()) return;
-  TrieWalker walker(d, nodes_, /*lookahead=*/false);
-  walker.walk(start, candidates, [&](int32_t idx, const StepResult* end, const StepResult*) {
-    if (end != nullptr && !end->overflow && (!end->tops.empty() || end->can_terminate)) {
-      set_bit(mask, vocab.sorted_tokens()[idx]);
-    }
-  });
+  walker.walk_list(start, candidates, set_if_alive);
 }
 
 }  // namespace pagoda::grammar

@@ -14,8 +14,13 @@
 //
 // Bounds (a pathological grammar costs bounded time, it never hangs): a state holds at
 // most kMaxStacks stacks and one byte may take at most kMaxClosureSteps expansion
-// steps; a byte that would need more is rejected (accept_* returns false, the token is
-// not in the mask). Stacks deeper than kMaxStackDepth are rejected the same way.
+// steps; stacks are at most kMaxStackDepth deep. A byte that would need more is
+// rejected: accept_* returns false and exceeded_bounds() says why. The mask is exact
+// below the bounds; at them it may allow a token that accept_token then rejects this
+// way (the precomputed sets judge one stack at a time), which the caller should treat
+// as the grammar being too ambiguous for the text (an error of the request). States of
+// more than a few hundred stacks, or deep ones, check every token instead of using the
+// precomputed sets, which keeps such cases rare.
 //
 // Copying is cheap (the compiled grammar is shared; the copy owns the stacks and
 // history). A matcher must not be used from two threads at once; copies may.
@@ -32,8 +37,8 @@ namespace pagoda::grammar {
 
 class GrammarMatcher {
  public:
-  static constexpr int32_t kMaxStacks = 4096;
-  static constexpr int32_t kMaxClosureSteps = 1 << 16;
+  static constexpr int32_t kMaxStacks = 1 << 14;
+  static constexpr int32_t kMaxClosureSteps = 1 << 18;
   static constexpr int32_t kMaxStackDepth = 1 << 14;
   // rollback() can undo at most this many accepted tokens (accept_bytes calls count as
   // tokens).
@@ -41,21 +46,24 @@ class GrammarMatcher {
 
   explicit GrammarMatcher(std::shared_ptr<const CompiledGrammar> grammar);
 
-  // bitmask: bitmask_words(n_vocab) words (more are zeroed); bit (i % 32) of word i / 32
-  // set = token i may come next. Stop tokens are set exactly when can_terminate();
-  // nothing is set once terminated.
+  // bitmask: bitmask_words(n_vocab) words (more are zeroed; fewer: all zero); bit
+  // (i % 32) of word i / 32 set = token i may come next. Stop tokens are set exactly when
+  // can_terminate(); nothing is set once terminated.
   void fill_next_token_bitmask(std::span<uint32_t> bitmask) const;
 
   // false (and the state unchanged) when not allowed. A stop token is accepted only
   // when can_terminate(), and then is_terminated() becomes true. A token with no bytes
   // (control token) that is not a stop token is never accepted.
   bool accept_token(int32_t token);
-  // The same for raw text; UTF-8 may be split across calls.
+  // The same for raw text; UTF-8 may be split across calls. Each successful call is one
+  // step of the rollback history (the empty text too).
   bool accept_bytes(std::string_view bytes);
 
-  bool can_terminate() const;  // the bytes so far form a complete sentence
-  bool is_completed() const;   // can_terminate() and no further byte can be accepted
+  bool can_terminate() const;  // the bytes so far form a complete sentence (false once terminated)
+  bool is_completed() const;   // that, and no further byte can be accepted; true once terminated
   bool is_terminated() const;  // a stop token was accepted
+  // The last accept_* that returned false hit a bound (see above), not the grammar.
+  bool exceeded_bounds() const { return exceeded_bounds_; }
 
   // Undoes the last n accepted tokens; n must be at most the number accepted since the
   // construction or reset() and at most kMaxRollback (more undoes what history holds).
@@ -91,6 +99,7 @@ class GrammarMatcher {
   std::vector<State> history_;  // states before each of the last accepted tokens
   mutable std::vector<Node> nodes_;  // the stacks' frames (appended; compacted now and then)
   size_t live_nodes_ = 0;            // nodes_ in use after the last compaction
+  bool exceeded_bounds_ = false;
 
   void compact_nodes();
 };

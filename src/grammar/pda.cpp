@@ -41,13 +41,32 @@ void Stepper::initial(StepResult& out) {
   out.clear();
   ++gen_;
   visited_count_ = 0;
-  budget_ = GrammarMatcher::kMaxClosureSteps;
-  for (uint32_t s : g_.alt_starts[g_.root]) closure(s, kBottom, 0, out);
-  if (static_cast<int32_t>(out.tops.size()) > GrammarMatcher::kMaxStacks) out.overflow = true;
+  small_n_ = 0;
+  spilled_ = false;
+  budget_ = max_closure_steps_;
+  local_budget_ = kLocalMaxClosureSteps;
+  for (uint32_t s : g_->alt_starts[g_->root]) closure(s, kBottom, 0, out);
+  if (static_cast<int32_t>(out.tops.size()) > max_stacks_) out.overflow = true;
   dedupe(out.tops);
 }
 
 bool Stepper::visit(uint64_t key) {
+  // Most steps visit a handful of keys: a linear scan, then a hash set.
+  if (!spilled_) {
+    for (int i = 0; i < small_n_; ++i) {
+      if (small_[i] == key) return false;
+    }
+    if (small_n_ < kSmallVisited) {
+      small_[small_n_++] = key;
+      return true;
+    }
+    spilled_ = true;
+    for (int i = 0; i < small_n_; ++i) visit_hashed(small_[i]);
+  }
+  return visit_hashed(key);
+}
+
+bool Stepper::visit_hashed(uint64_t key) {
   if (visited_.size() < 64) {
     visited_.assign(64, 0);
     visited_gen_.assign(64, 0);
@@ -61,7 +80,7 @@ bool Stepper::visit(uint64_t key) {
     visited_.assign(visited_.size() * 2, 0);
     visited_gen_.assign(visited_.size(), 0);
     visited_count_ = 0;
-    for (uint64_t k : old_keys) visit(k);
+    for (uint64_t k : old_keys) visit_hashed(k);
   }
   const size_t mask = visited_.size() - 1;
   for (size_t i = mix(key) & mask;; i = (i + 1) & mask) {
@@ -76,10 +95,11 @@ bool Stepper::visit(uint64_t key) {
 }
 
 int32_t Stepper::push_node(uint32_t pos, int32_t parent) {
-  const uint64_t below = parent >= 0 ? nodes_[parent].hash : static_cast<uint64_t>(static_cast<int64_t>(parent));
-  const uint32_t depth = parent >= 0 ? nodes_[parent].depth + 1 : 1;
-  nodes_.push_back(Node{pos, parent, depth, mix(below * 0x9E3779B97F4A7C15ULL + pos + 1)});
-  return static_cast<int32_t>(nodes_.size()) - 1;
+  const uint64_t below = parent >= 0 ? (*nodes_)[parent].hash : static_cast<uint64_t>(static_cast<int64_t>(parent));
+  const uint32_t depth = parent >= 0 ? (*nodes_)[parent].depth + 1 : 1;
+  max_depth_ = std::max(max_depth_, depth);
+  nodes_->push_back(Node{pos, parent, depth, mix(below * 0x9E3779B97F4A7C15ULL + pos + 1)});
+  return static_cast<int32_t>(nodes_->size()) - 1;
 }
 
 void Stepper::closure(uint32_t start, int32_t start_parent, uint32_t start_flags, StepResult& out) {
@@ -88,11 +108,11 @@ void Stepper::closure(uint32_t start, int32_t start_parent, uint32_t start_flags
   while (!work_.empty()) {
     const Work w = work_.back();
     work_.pop_back();
-    if (--budget_ < 0) {
+    if (--budget_ < 0 || (lookahead_ && (w.flags & kEscaped) == 0 && --local_budget_ < 0)) {
       out.overflow = true;
       return;
     }
-    const Position& p = g_.positions[w.pos];
+    const Position& p = g_->positions[w.pos];
     switch (p.kind) {
       case PosKind::kClass:
         out.tops.push_back(Top{w.pos, 0, w.parent, w.flags});
@@ -105,21 +125,21 @@ void Stepper::closure(uint32_t start, int32_t start_parent, uint32_t start_flags
         }
         const uint32_t ret = w.pos + 1;
         int32_t parent = w.parent;
-        if (g_.positions[ret].kind != PosKind::kEnd) {
-          if (parent >= 0 && nodes_[parent].depth >= static_cast<uint32_t>(GrammarMatcher::kMaxStackDepth)) {
+        if (g_->positions[ret].kind != PosKind::kEnd) {
+          if (parent >= 0 && (*nodes_)[parent].depth >= static_cast<uint32_t>(GrammarMatcher::kMaxStackDepth)) {
             out.overflow = true;
             return;
           }
           parent = push_node(ret, parent);
         }
-        const std::vector<uint32_t>& starts = g_.alt_starts[p.arg];
+        const std::vector<uint32_t>& starts = g_->alt_starts[p.arg];
         for (auto it = starts.rbegin(); it != starts.rend(); ++it) work_.push_back({*it, parent, w.flags});
         break;
       }
       case PosKind::kEnd:
         if (w.parent >= 0) {
           if (!visit((uint64_t{2} << 62) | (uint64_t{w.flags & 1} << 61) | static_cast<uint32_t>(w.parent))) break;
-          const Node& n = nodes_[w.parent];
+          const Node& n = (*nodes_)[w.parent];
           work_.push_back({n.pos, n.parent, w.flags});
         } else if (w.parent == kBottom) {
           out.can_terminate = true;
@@ -127,8 +147,8 @@ void Stepper::closure(uint32_t start, int32_t start_parent, uint32_t start_flags
           if ((w.flags & kEscaped) == 0) out.clean_end = true;
           if (!lookahead_) break;
           if (!visit((uint64_t{3} << 62) | (uint64_t{w.flags & 1} << 61) | static_cast<uint32_t>(p.rule))) break;
-          if (g_.may_end_sentence[p.rule]) out.escaped_end = true;
-          for (uint32_t f : g_.follow[p.rule]) work_.push_back({f, kMarker, kEscaped});
+          if (g_->may_end_sentence[p.rule]) out.escaped_end = true;
+          for (uint32_t f : g_->follow[p.rule]) work_.push_back({f, kMarker, kEscaped});
         }
         break;
     }
@@ -139,9 +159,12 @@ void Stepper::step(const std::vector<Top>& in, uint8_t byte, StepResult& out) {
   out.clear();
   ++gen_;
   visited_count_ = 0;
-  budget_ = GrammarMatcher::kMaxClosureSteps;
+  small_n_ = 0;
+  spilled_ = false;
+  budget_ = max_closure_steps_;
+  local_budget_ = kLocalMaxClosureSteps;
   for (const Top& t : in) {
-    const CharClassData& cls = g_.classes[g_.positions[t.pos].arg];
+    const CharClassData& cls = g_->classes[g_->positions[t.pos].arg];
     if (t.partial == 0) {
       if (((cls.first_byte[byte >> 6] >> (byte & 63)) & 1) == 0) continue;
       if (byte < 0x80) {
@@ -168,22 +191,30 @@ void Stepper::step(const std::vector<Top>& in, uint8_t byte, StepResult& out) {
     }
     if (out.overflow) return;
   }
-  if (static_cast<int32_t>(out.tops.size()) > GrammarMatcher::kMaxStacks) {
+  if (static_cast<int32_t>(out.tops.size()) > max_stacks_) {
     out.overflow = true;
     return;
+  }
+  if (lookahead_) {
+    int32_t clean = 0;
+    for (const Top& t : out.tops) clean += (t.flags & kEscaped) == 0;
+    if (clean > kLocalMaxStacks) {
+      out.overflow = true;
+      return;
+    }
   }
   dedupe(out.tops);
 }
 
 uint64_t Stepper::top_hash(const Top& t) const {
-  return t.parent >= 0 ? nodes_[t.parent].hash : static_cast<uint64_t>(static_cast<int64_t>(t.parent));
+  return t.parent >= 0 ? (*nodes_)[t.parent].hash : static_cast<uint64_t>(static_cast<int64_t>(t.parent));
 }
 
 bool Stepper::same_stack(int32_t a, int32_t b) const {
   while (a != b) {
     if (a < 0 || b < 0) return false;
-    const Node& na = nodes_[a];
-    const Node& nb = nodes_[b];
+    const Node& na = (*nodes_)[a];
+    const Node& nb = (*nodes_)[b];
     if (na.pos != nb.pos || na.hash != nb.hash || na.depth != nb.depth) return false;
     a = na.parent;
     b = nb.parent;
@@ -192,7 +223,25 @@ bool Stepper::same_stack(int32_t a, int32_t b) const {
 }
 
 void Stepper::dedupe(std::vector<Top>& tops) const {
-  if (tops.size() < 2) return;
+  const size_t n = tops.size();
+  if (n < 2) return;
+  auto same_key = [](const Top& a, const Top& b) {
+    return a.pos == b.pos && a.partial == b.partial && a.flags == b.flags;
+  };
+  if (n <= 16) {
+    // Few tops: compare pairs; stacks are compared only under equal tops.
+    size_t out = 0;
+    for (size_t i = 0; i < n; ++i) {
+      bool dup = false;
+      for (size_t j = 0; j < out && !dup; ++j) {
+        dup = same_key(tops[j], tops[i]) && top_hash(tops[j]) == top_hash(tops[i]) &&
+              same_stack(tops[j].parent, tops[i].parent);
+      }
+      if (!dup) tops[out++] = tops[i];
+    }
+    tops.resize(out);
+    return;
+  }
   auto key = [this](const Top& t) { return std::make_tuple(t.pos, t.partial, t.flags, top_hash(t)); };
   std::sort(tops.begin(), tops.end(), [&](const Top& a, const Top& b) { return key(a) < key(b); });
   size_t out = 0;

@@ -1,5 +1,6 @@
 #include "grammar/regex_parser.h"
 
+#include <algorithm>
 #include <string>
 
 #include "core/unicode.h"
@@ -9,6 +10,29 @@ namespace {
 
 // Repetition counts above this are refused: each one becomes grammar text.
 constexpr size_t kMaxRepeatCount = 10000;
+// Groups nested deeper than this are refused (the parser recurses per group).
+constexpr int kMaxGroupDepth = 200;
+// Code points the pattern would expand to with every repetition written out: more is
+// refused ("(a{1000}){1000}" is a few bytes of pattern and a million of grammar).
+constexpr size_t kMaxExpandedSize = 100000;
+
+// The expanded size of a node (its counted repetitions written out), capped.
+size_t expanded_size(const RegexNode& node) {
+  switch (node.kind) {
+    case RegexNode::Kind::kCharacter: return 1;
+    case RegexNode::Kind::kSequence:
+    case RegexNode::Kind::kAlternation: {
+      size_t total = 0;
+      for (const RegexNode& child : node.children) total = std::min(total + expanded_size(child), kMaxExpandedSize + 1);
+      return total;
+    }
+    case RegexNode::Kind::kRepeat: {
+      const size_t copies = std::max<size_t>(node.max.value_or(node.min + 1), 1);
+      return std::min(expanded_size(node.children[0]) * copies, kMaxExpandedSize + 1);
+    }
+  }
+  return 0;
+}
 
 CodepointSet digit_set() { return CodepointSet::of('0', '9'); }
 
@@ -43,6 +67,10 @@ class RegexParser {
     if (pos_ < pattern_.size()) {
       // Only an unmatched ')' stops the top-level alternation early.
       return error("unmatched ')'", pos_);
+    }
+    if (expanded_size(root) > kMaxExpandedSize) {
+      return error("pattern larger than " + std::to_string(kMaxExpandedSize) +
+                   " characters once its repetitions are written out", 0);
     }
     return root;
   }
@@ -204,7 +232,7 @@ class RegexParser {
         return error("group flag '(?" + std::string(rest.substr(1, 1)) + "' (unsupported)", offset);
       }
     }
-    ++depth_;
+    if (++depth_ > kMaxGroupDepth) return error("groups nested deeper than " + std::to_string(kMaxGroupDepth), offset);
     PAGODA_ASSIGN_OR_RETURN(RegexNode inner, parse_alternation());
     --depth_;
     if (!peek_is(')')) return error("unmatched '('", offset);

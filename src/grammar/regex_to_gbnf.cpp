@@ -1,5 +1,6 @@
 #include "grammar/regex_to_gbnf.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "grammar/choice_gbnf.h"
@@ -80,6 +81,64 @@ std::string json_character(const CodepointSet& set) {
   return out + ")";
 }
 
+// Whether the node matches the empty string, and whether that is all it matches.
+bool nullable(const RegexNode& node) {
+  switch (node.kind) {
+    case RegexNode::Kind::kCharacter: return false;
+    case RegexNode::Kind::kSequence:
+      return std::all_of(node.children.begin(), node.children.end(), nullable);
+    case RegexNode::Kind::kAlternation:
+      return std::any_of(node.children.begin(), node.children.end(), nullable);
+    case RegexNode::Kind::kRepeat: return node.min == 0 || nullable(node.children[0]);
+  }
+  return false;
+}
+
+bool only_empty(const RegexNode& node) {
+  switch (node.kind) {
+    case RegexNode::Kind::kCharacter: return false;
+    case RegexNode::Kind::kSequence:
+    case RegexNode::Kind::kAlternation:
+      return std::all_of(node.children.begin(), node.children.end(), only_empty);
+    case RegexNode::Kind::kRepeat: return node.max == 0 || only_empty(node.children[0]);
+  }
+  return false;
+}
+
+// The node's strings but the empty one (the node must match some non-empty string).
+RegexNode without_empty(const RegexNode& node) {
+  if (!nullable(node)) return node;
+  RegexNode out;
+  switch (node.kind) {
+    case RegexNode::Kind::kCharacter: return node;
+    case RegexNode::Kind::kAlternation:
+      out.kind = RegexNode::Kind::kAlternation;
+      for (const RegexNode& child : node.children) {
+        if (!only_empty(child)) out.children.push_back(without_empty(child));
+      }
+      return out;
+    case RegexNode::Kind::kSequence:
+      // Every child is nullable: the first non-empty part is child i, the rest as they are.
+      out.kind = RegexNode::Kind::kAlternation;
+      for (size_t i = 0; i < node.children.size(); ++i) {
+        if (only_empty(node.children[i])) continue;
+        RegexNode branch;
+        branch.kind = RegexNode::Kind::kSequence;
+        branch.children.push_back(without_empty(node.children[i]));
+        branch.children.insert(branch.children.end(), node.children.begin() + i + 1, node.children.end());
+        out.children.push_back(std::move(branch));
+      }
+      return out;
+    case RegexNode::Kind::kRepeat:
+      // One to max non-empty pieces.
+      out = node;
+      out.min = 1;
+      out.children[0] = without_empty(node.children[0]);
+      return out;
+  }
+  return node;
+}
+
 class RegexEmitter {
  public:
   explicit RegexEmitter(bool json) : json_(json) {}
@@ -98,10 +157,14 @@ class RegexEmitter {
         return out + ")";
       }
       case RegexNode::Kind::kRepeat: {
-        const RegexNode& inner = node.children[0];
+        // A grammar cannot repeat what matches the empty string (the matcher would loop):
+        // X{m,n} with X nullable is (X without "")'s {0,n}.
+        if (only_empty(node.children[0])) return std::string("\"\"");
+        const bool nullable_child = nullable(node.children[0]);
+        const RegexNode inner = nullable_child ? without_empty(node.children[0]) : node.children[0];
         PAGODA_ASSIGN_OR_RETURN(std::string child, emit(inner, true));
         if (inner.kind == RegexNode::Kind::kRepeat) child = "(" + child + ")";
-        return gbnf_repeat(child, node.min, node.max);
+        return gbnf_repeat(child, nullable_child ? 0 : node.min, node.max);
       }
     }
     return internal_error("regex: unknown node");

@@ -51,6 +51,21 @@ std::shared_ptr<const VocabIndex> VocabIndex::create(std::vector<std::string> to
   return v;
 }
 
+int32_t VocabIndex::prefix_end(int32_t i, size_t k) const {
+  const std::string_view prefix = sorted_bytes(i).substr(0, k);
+  int32_t lo = i + 1;
+  int32_t hi = static_cast<int32_t>(sorted_.size());
+  while (lo < hi) {  // the first index whose token does not start with prefix
+    const int32_t mid = lo + (hi - lo) / 2;
+    if (sorted_bytes(mid).substr(0, k) == prefix) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  return lo;
+}
+
 bool VocabIndex::is_stop_token(int32_t id) const {
   if (id < 0 || id >= n_vocab()) return false;
   return (stop_mask_[id / 32] >> (id % 32)) & 1u;

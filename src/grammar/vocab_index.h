@@ -37,6 +37,9 @@ class VocabIndex {
   // sorted_lcp()[i]: bytes token sorted_tokens()[i] shares with sorted_tokens()[i-1] (0 for i = 0).
   const std::vector<int32_t>& sorted_lcp() const { return lcp_; }
   std::string_view sorted_bytes(int32_t i) const { return token_bytes(sorted_[i]); }
+  // The first sorted index after i whose token does not start with the first k bytes of
+  // sorted token i (the end of that prefix's subtree in the trie).
+  int32_t prefix_end(int32_t i, size_t k) const;
   // The longest matchable token, in bytes.
   int32_t max_token_length() const { return max_len_; }
 

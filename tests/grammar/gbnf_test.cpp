@@ -119,6 +119,14 @@ TEST(Gbnf, RuleNamesWithDigitsAndDashes) {
   EXPECT_EQ(p.rule(r1).alternatives[0][0], Element::literal('z'));
 }
 
+TEST(Gbnf, WindowsLineEndings) {
+  auto g = compile_gbnf("root ::= a\r\n  | \"b\" # note\r\na ::= \"a\"\r\n");
+  ASSERT_NE(g, nullptr);
+  EXPECT_TRUE(matches(g, "a"));
+  EXPECT_TRUE(matches(g, "b"));
+  EXPECT_EQ(parse_error(""), "line 1, column 1: no root rule 'root' (define it with 'root ::= ...')");
+}
+
 TEST(Gbnf, OtherRootName) {
   auto g = parse_gbnf("start ::= \"s\"\n", "start");
   ASSERT_TRUE(g.ok());

@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include "grammar/compiled_grammar.h"
 #include "grammar/gbnf.h"

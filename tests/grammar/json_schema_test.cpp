@@ -104,6 +104,23 @@ TEST(JsonSchemaErrors, InvalidSchemasNameThePlace) {
   EXPECT_EQ(error_of("false"), "schema false (no value allowed) is unsupported here at the schema root");
 }
 
+TEST(JsonSchemaErrors, LimitsOfSizeAndDepth) {
+  std::string deep = "{}";
+  for (int i = 0; i < 200; ++i) deep = R"({"type":"array","items":)" + deep + "}";
+  EXPECT_EQ(error_of(deep).substr(0, 36), "schema nested deeper than 100 levels");
+  EXPECT_EQ(error_of(R"({"type":"string","minLength":20000})"), "minLength above 10000 is unsupported at /minLength");
+  EXPECT_EQ(error_of(R"({"type":"array","minItems":1e300})"), "minItems above 10000 is unsupported at /minItems");
+}
+
+TEST(JsonSchema, LongMaximaAreNotCounted) {
+  JsonSchemaOptions options;
+  options.max_counted_repetition = 4;
+  auto grammar = compile_schema(R"({"type":"array","items":{"type":"string","maxLength":4},"maxItems":5})", options);
+  ASSERT_NE(grammar, nullptr);
+  EXPECT_TRUE(matches(grammar, R"(["abcd","","a","b","c","d","e"])"));  // maxItems 5 above 4: not enforced
+  EXPECT_FALSE(matches(grammar, R"(["abcde"])"));                      // maxLength 4 is
+}
+
 TEST(JsonSchema, RulePrefixLetsSchemasShareOneGrammar) {
   JsonSchemaOptions weather;
   weather.rule_prefix = "weather-";
@@ -126,6 +143,16 @@ TEST(JsonSchema, RulePrefixLetsSchemasShareOneGrammar) {
   EXPECT_FALSE(matches(grammar, R"({"city": "Oslo", "limit": 1})"));
 }
 
+TEST(JsonSchema, PropertiesAlikeShareOneRule) {
+  auto text = json_schema_to_gbnf(Json::parse(R"({"type":"object","properties":{
+      "a":{"type":"string","maxLength":3},"b":{"type":"string","maxLength":3},"c":{"type":"string","maxLength":4}},
+      "required":["a","b","c"],"additionalProperties":false})"));
+  ASSERT_TRUE(text.ok());
+  EXPECT_EQ(text->find("{0,3}"), text->rfind("{0,3}")) << *text;
+  EXPECT_NE(text->find("\"\\\"b\\\"\" \":\" ws root-a"), std::string::npos) << *text;
+  EXPECT_NE(text->find("{0,4}"), std::string::npos) << *text;
+}
+
 TEST(JsonSchema, RootRuleNameIsAnOption) {
   JsonSchemaOptions options;
   options.root_rule = "args";
@@ -133,6 +160,26 @@ TEST(JsonSchema, RootRuleNameIsAnOption) {
   ASSERT_TRUE(text.ok());
   EXPECT_TRUE(text->starts_with("args ::= ")) << *text;
   EXPECT_TRUE(parse_gbnf(*text, "args").ok());
+}
+
+TEST(JsonSchema, RuleNamesKeepLettersDigitsAndDashes) {
+  JsonSchemaOptions options;
+  options.rule_prefix = "fn_get.weather/";
+  auto text = json_schema_to_gbnf(Json::parse(R"({"type":"object","properties":{"next city":{"anyOf":[
+      {"$ref":"#"},{"type":"null"}]}},"required":["next city"],"additionalProperties":false})"), options);
+  ASSERT_TRUE(text.ok()) << text.status().message();
+  EXPECT_TRUE(text->starts_with("fn-get-weather-root ::= ")) << *text;
+  auto grammar = parse_gbnf(*text, "fn-get-weather-root");
+  ASSERT_TRUE(grammar.ok()) << grammar.status().message() << "\n" << *text;
+  auto compiled = compile_grammar(*grammar, VocabIndex::create({}, {}));
+  ASSERT_TRUE(compiled.ok());
+  EXPECT_TRUE(matches(*compiled, R"({"next city": {"next city": null}})"));
+  EXPECT_FALSE(matches(*compiled, R"({"next city": {}})"));
+  options = {};
+  options.root_rule = "";
+  auto unnamed = json_schema_to_gbnf(Json::parse(R"({"type":"null"})"), options);
+  ASSERT_TRUE(unnamed.ok());
+  EXPECT_EQ(*unnamed, "rule ::= null\nnull ::= \"null\"\n");
 }
 
 TEST(JsonSchema, CompactAllowsNoWhitespace) {

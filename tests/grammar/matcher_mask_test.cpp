@@ -65,6 +65,35 @@ c ::= "" | a
 tail ::= "t" tail | ""
 )G";
 
+// JSON written with a rule per character (the compiler inlines them).
+const char* kJsonCharRuleGrammar = R"G(
+root   ::= value
+value  ::= object | array | string | number | "true" | "null"
+object ::= "{" ws ( member ( ws "," ws member )* )? ws "}"
+member ::= string ws ":" ws value
+array  ::= "[" ws ( value ( ws "," ws value )* )? ws "]"
+string ::= "\"" char* "\""
+char   ::= [^"\\] | "\\" escape
+escape ::= ["\\nt] | "u" hex hex
+hex    ::= [0-9a-f]
+number ::= int ( "." digit+ )?
+int    ::= "-"? ( "0" | [1-9] digit* )
+digit  ::= [0-9]
+ws     ::= ( " " | "\n" )*
+)G";
+
+// Every 'a' doubles the stacks: past GrammarMatcher::kMaxStacks bytes are rejected, and
+// the mask must say the same.
+const char* kExplodingGrammar = R"G(
+root ::= s "!"
+s ::= "a" s "b" | "a" s "c" | ""
+)G";
+
+// Positions alike within a token's reach share one token set.
+const char* kLongBoundGrammar = R"G(
+root ::= ( [a-cx] | "é" ){3,40} "!"
+)G";
+
 std::shared_ptr<const VocabIndex> hand_vocab() {
   std::vector<std::string> t = {
       "",       // 0: control
@@ -87,7 +116,7 @@ std::shared_ptr<const VocabIndex> random_vocab(uint32_t seed, int32_t n) {
                                            "{",  "}",  "[",  "]",  "(",    ")",    ",",    ":",  " ",  "\n", "0",
                                            "1",  "9",  ".",  "e",  "-",    "+",    "!",    "?",  ";",  "é",  "α",
                                            "ω",  "😀", "\xCE", "\xB1", "\xF0", "\x9F", "\x98", "\x80", "tr", "ue",
-                                           "null", "f", "l", "s", "\x01", "\xFF", "\xC0\x80", "\xED\xA0\x80"};
+                                           "null", "f", "l", "s", "\x01", "\xFF", "\xC0\x80", "\xED\xA0\x80", "aaaa"};
   std::vector<std::string> tokens;
   std::vector<int32_t> stops;
   for (int32_t i = 0; i < n; ++i) {
@@ -98,7 +127,7 @@ std::shared_ptr<const VocabIndex> random_vocab(uint32_t seed, int32_t n) {
       continue;
     }
     std::string s;
-    const int len = 1 + static_cast<int>(rng() % 4);
+    const int len = 1 + static_cast<int>(rng() % (kind < 3 ? 8 : 4));
     for (int k = 0; k < len; ++k) s += pieces[rng() % pieces.size()];
     tokens.push_back(s);
   }
@@ -180,6 +209,9 @@ std::vector<GrammarCase> cases() {
       {"utf8", kUtf8Grammar, {"αβω!", "ÉÉÉ", "12", "😀ééé", "😀😁."}},
       {"bounds", kBoundsGrammar, {"12,3,45;ababccc", "123;ccc"}},
       {"nullable", kNullableGrammar, {"x", "abbxttt", "aax", "bx"}},
+      {"json_char_rule", kJsonCharRuleGrammar, {R"({"a\nb": [1, -0.5, "\u00"], "é": {}})", "[ null ,true ]"}},
+      {"exploding", kExplodingGrammar, {"aabc!", "aaaaaaaacbbbbbbb!"}},
+      {"long_bound", kLongBoundGrammar, {"abc!", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa!", "éxéxéxéxéxéxéxéxéxéxéxé!"}},
   };
 }
 
@@ -210,7 +242,7 @@ TEST(GrammarMaskEquivalence, HandVocabularyRandomWalks) {
 }
 
 TEST(GrammarMaskEquivalence, RandomVocabulariesRandomWalks) {
-  for (uint32_t v = 0; v < 6; ++v) {
+  for (uint32_t v = 0; v < 10; ++v) {
     auto vocab = random_vocab(100 + v, 200 + 37 * static_cast<int32_t>(v));
     uint32_t seed = 1000 * v;
     for (const GrammarCase& c : cases()) {
@@ -225,6 +257,31 @@ TEST(GrammarMaskEquivalence, RandomVocabulariesRandomWalks) {
       }
     }
   }
+}
+
+TEST(GrammarMaskEquivalence, AlikePositionsShareTokenSets) {
+  auto g = compile_gbnf(kLongBoundGrammar, hand_vocab());
+  ASSERT_NE(g, nullptr);
+  // The hand vocabulary's longest token has 4 bytes: positions more than 4 characters
+  // from the bound's end look alike.
+  EXPECT_GT(g->stats().n_positions, 70);
+  EXPECT_LT(g->stats().n_classified * 3, g->stats().n_positions)
+      << g->stats().n_classified << " of " << g->stats().n_positions;
+}
+
+TEST(GrammarMaskEquivalence, AtTheBoundOnStacks) {
+  auto g = compile_gbnf(kExplodingGrammar, VocabIndex::create({"a", "aa", "b", "c", "!", "aaaa"}, {}));
+  ASSERT_NE(g, nullptr);
+  GrammarMatcher m(g);
+  int steps = 0;
+  while (m.accept_token(0)) {
+    expect_masks_equal(m, "after " + std::to_string(++steps) + " a");
+    if (HasFatalFailure()) return;
+    ASSERT_LT(steps, 64);
+  }
+  // The byte that would pass the bound is out of the mask too.
+  EXPECT_FALSE((fast_mask(m)[0] >> 0) & 1u);
+  EXPECT_TRUE((fast_mask(m)[0] >> 2) & 1u);
 }
 
 }  // namespace

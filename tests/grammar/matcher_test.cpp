@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <thread>
 
 #include "grammar_test_util.h"
 
@@ -276,6 +277,40 @@ TEST(GrammarMatcher, CompileErrors) {
   EXPECT_EQ(c.status().message(), "rule 'root' refers to rule 7, which does not exist");
   Grammar no_root;
   EXPECT_EQ(compile_grammar(no_root, nullptr).status().message(), "grammar has no root rule");
+}
+
+TEST(GrammarMatcher, OneCompiledGrammarManyThreads) {
+  std::vector<std::string> tokens = {"{", "}", "\"", "a", "b", "\":", "1", ",", " ", "\"a", "\",\"", "12"};
+  auto g = compile_gbnf(R"G(
+root ::= "{" ( pair ( "," " "? pair )* )? "}"
+pair ::= "\"" [a-z]* "\":" [0-9]+
+)G",
+                        VocabIndex::create(tokens, {}));
+  ASSERT_NE(g, nullptr);
+  const std::vector<int32_t> doc = {0, 9, 5, 11, 7, 8, 2, 3, 4, 5, 6, 7, 2, 5, 6, 1};
+  std::vector<std::vector<uint32_t>> expected;
+  {
+    GrammarMatcher m(g);
+    for (int32_t t : doc) {
+      expected.push_back(fast_mask(m));
+      ASSERT_TRUE(m.accept_token(t)) << t;
+    }
+    ASSERT_TRUE(m.is_completed());
+  }
+  std::vector<int> failures(4, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int rep = 0; rep < 200; ++rep) {
+        GrammarMatcher m(g);
+        for (size_t i = 0; i < doc.size(); ++i) {
+          if (fast_mask(m) != expected[i] || !m.accept_token(doc[i])) ++failures[t];
+        }
+      }
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  EXPECT_EQ(failures, std::vector<int>(4, 0));
 }
 
 }  // namespace

@@ -52,6 +52,13 @@ const std::vector<RegexCase> kCases = {
     {"\"quoted\"", {"\"quoted\""}, {"quoted"}},
     {"(a|b)(c|d)?", {"a", "bd", "ac"}, {"ab", "cd"}},
     {"((a|b)+c)?d", {"d", "abcd", "bacd"}, {"cd", "abd"}},
+    // Repetitions of what can match the empty string (written without it in the grammar).
+    {"x()+", {"x"}, {"xx", ""}},
+    {"(a*)*b", {"b", "ab", "aaab"}, {"a", "ba"}},
+    {"(a?b?){2,3}", {"", "a", "ab", "abab", "aaa", "bab", "ababab"}, {"abababa", "aaaa", "c"}},
+    {"(|a)+", {"", "a", "aaa"}, {"b"}},
+    {"(a{0})*x", {"x"}, {"ax"}},
+    {"(?:a|b?c?)+d", {"d", "ad", "bcbd", "ccd"}, {"", "abd d"}},
 };
 
 std::shared_ptr<const CompiledGrammar> compile_pattern(const std::string& pattern) {
@@ -132,6 +139,11 @@ TEST(RegexToGbnf, ErrorsNameTheConstructAndOffset) {
       {"\\xZZ", "regex: bad hexadecimal escape at offset 0 in '\\xZZ'"},
       {"\\q", "regex: escape '\\q' (unsupported) at offset 0 in '\\q'"},
       {"[[:alpha:]]", "regex: POSIX class '[:' (unsupported) at offset 1 in '[[:alpha:]]'"},
+      {"(a{1000}){1000}",
+       "regex: pattern larger than 100000 characters once its repetitions are written out at offset 0 in "
+       "'(a{1000}){1000}'"},
+      {std::string(300, '(') + std::string(300, ')'),
+       "regex: groups nested deeper than 200 at offset 200 in '" + std::string(300, '(') + std::string(300, ')') + "'"},
   };
   for (const auto& [pattern, message] : cases) {
     auto text = regex_to_gbnf(pattern);
