@@ -64,9 +64,10 @@ ApiResult<std::optional<FormatRules>> format_rules(const OutputFormat& format,
 
 // JSON Schema -> rules, as the tool grammar asks for them.
 Expected<std::string> schema_rules(const Json& schema, const std::string& root_rule,
-                                   const std::string& prefix) {
+                                   const std::string& prefix, bool strict) {
   grammar::JsonSchemaOptions options;
   options.rule_prefix = prefix;
+  options.strict_properties = strict;
   options.root_rule =
       root_rule.starts_with(prefix) ? root_rule.substr(prefix.size()) : root_rule;
   return grammar::json_schema_to_gbnf(schema, options);

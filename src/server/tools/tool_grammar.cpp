@@ -91,7 +91,8 @@ ApiResult<std::optional<ToolGrammar>> build_tool_grammar(
     if (forced && function.name != tools.forced_function) continue;
     const std::string prefix = "tool-fn" + std::to_string(i) + "-";
     const std::string arguments_rule = prefix + "arguments";
-    Expected<std::string> rules = convert(function.parameters, arguments_rule, prefix);
+    Expected<std::string> rules =
+        convert(function.parameters, arguments_rule, prefix, function.strict);
     if (!rules) {
       const std::string param = "tools[" + std::to_string(i) + "].function.parameters";
       return bad_request("Invalid '" + param + "': " + rules.status().message(), param,

@@ -31,10 +31,12 @@
 namespace pagoda::server::tools {
 
 // JSON Schema -> GBNF rules: the rule `root_rule` matches the schema's JSON, and every
-// other rule's name starts with `rule_prefix`. An error's message says why the schema is
-// refused.
+// other rule's name starts with `rule_prefix`; `strict` (the function's "strict": OpenAI's
+// strict mode) allows no property the schema does not declare. An error's message says
+// why the schema is refused.
 using SchemaToGbnf = std::function<Expected<std::string>(
-    const Json& schema, const std::string& root_rule, const std::string& rule_prefix)>;
+    const Json& schema, const std::string& root_rule, const std::string& rule_prefix,
+    bool strict)>;
 
 // An answer's format as rules to embed: `gbnf` defines `root_rule` (and other rules, none
 // of them named "root" or starting with "tool-").

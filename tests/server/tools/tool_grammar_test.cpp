@@ -37,7 +37,8 @@ ToolsRequest Tools(ToolChoice choice, bool parallel = true) {
 }
 
 // A converter that names what it was asked for: "<root> ::= \"<prefix>\"".
-Expected<std::string> Named(const Json&, const std::string& root, const std::string& prefix) {
+Expected<std::string> Named(const Json&, const std::string& root, const std::string& prefix,
+                            bool /*strict*/) {
   return root + " ::= \"" + prefix + "\"\n";
 }
 
@@ -125,11 +126,12 @@ TEST(ToolGrammar, AFormatIsTheTextAnswersAlternative) {
 
 TEST(ToolGrammar, ARefusedSchemaNamesItsTool) {
   const SchemaToGbnf refuse_second = [](const Json& schema, const std::string& root,
-                                        const std::string& prefix) -> Expected<std::string> {
+                                        const std::string& prefix,
+                                        bool strict) -> Expected<std::string> {
     if (schema.contains("properties") && schema["properties"].contains("a")) {
       return invalid_argument("unsupported JSON Schema keyword 'not' at /properties/a");
     }
-    return Named(schema, root, prefix);
+    return Named(schema, root, prefix, strict);
   };
   auto grammar =
       build_tool_grammar(ToolFamily::kHermes, Tools(ToolChoice::kRequired), refuse_second);
@@ -201,6 +203,20 @@ TEST_F(ToolGrammarMatch, AtMostEightParallelCalls) {
   for (int i = 1; i < 8; ++i) calls += ", " + call;
   EXPECT_TRUE(Accepts(gbnf, "{\"tool_calls\": [" + calls + "]}"));
   EXPECT_FALSE(Accepts(gbnf, "{\"tool_calls\": [" + calls + ", " + call + "]}"));
+}
+
+TEST_F(ToolGrammarMatch, StrictFunctionsTakeNoUndeclaredProperty) {
+  ToolsRequest tools;
+  tools.functions.push_back(Function("f", R"({"type": "object",
+      "properties": {"a": {"type": "integer"}}, "required": ["a"]})"));
+  tools.choice = ToolChoice::kRequired;
+  const std::string extra =
+      R"(<tool_call>{"name": "f", "arguments": {"a": 1, "b": 2}}</tool_call>)";
+  EXPECT_TRUE(Accepts(Gbnf(ToolFamily::kHermes, tools), extra));
+  tools.functions[0].strict = true;
+  EXPECT_FALSE(Accepts(Gbnf(ToolFamily::kHermes, tools), extra));
+  EXPECT_TRUE(Accepts(Gbnf(ToolFamily::kHermes, tools),
+                      R"(<tool_call>{"name": "f", "arguments": {"a": 1}}</tool_call>)"));
 }
 
 TEST_F(ToolGrammarMatch, Llama3Call) {
