@@ -104,12 +104,22 @@ def test_streamed_text_equals_whole_text():
 
 
 def test_json_object():
-    for seed in SEEDS[:4]:
+    """Any object: nothing bounds its length, so an answer cut at max_tokens is allowed;
+    every finished one is an object, and most finish."""
+    finished = 0
+    for seed in SEEDS[:6]:
         response = client().chat.completions.create(
             model=SERVER.model_name(), messages=QUESTION, temperature=1.0, seed=seed,
-            max_tokens=200, response_format={"type": "json_object"})
-        value = json.loads(response.choices[0].message.content)
+            max_tokens=400, response_format={"type": "json_object"})
+        choice = response.choices[0]
+        check(choice.message.content.startswith("{"), f"seed {seed}: {choice.message.content!r}")
+        if choice.finish_reason == "length":
+            continue
+        check_equal(choice.finish_reason, "stop", f"seed {seed} finish_reason")
+        value = json.loads(choice.message.content)
         check(isinstance(value, dict), f"seed {seed}: not an object")
+        finished += 1
+    check(finished >= 3, f"only {finished} of 6 answers finished")
 
 
 def test_guided_choice_and_regex():

@@ -51,7 +51,7 @@ def create(**kwargs):
     kwargs.setdefault("model", SERVER.model_name())
     kwargs.setdefault("messages", QUESTION)
     kwargs.setdefault("tools", TOOLS)
-    kwargs.setdefault("max_tokens", 200)
+    kwargs.setdefault("max_tokens", 400)
     return client().chat.completions.create(**kwargs)
 
 
@@ -143,6 +143,30 @@ def test_history_renders_without_tools_in_the_request():
     check(response.choices[0].message.tool_calls is None, "no tools, no calls")
 
 
+def test_other_families_through_their_templates():
+    """The Hermes (Qwen 2.5) and Llama 3 syntaxes, by serving the model with those chat
+    templates: required calls in each family's syntax come back as tool_calls."""
+    import os
+    folder = os.path.join(ARGS.shared, "reference", "chat_templates")
+    for template in ("Qwen-Qwen2.5-7B-Instruct.jinja", "meta-llama-Llama-3.2-3B-Instruct.jinja"):
+        path = os.path.join(folder, template)
+        if not os.path.isfile(path):
+            print(f"     (no {path}: skipped)")
+            continue
+        with PagodaServer(ARGS, "--max-model-len", "2048", "--chat-template", path) as server:
+            tools_client = server.client()
+            for seed in SEEDS[:4]:
+                response = tools_client.chat.completions.create(
+                    model=server.model_name(), messages=QUESTION, tools=TOOLS,
+                    tool_choice="required", parallel_tool_calls=False, temperature=1.0,
+                    seed=seed, max_tokens=200)
+                choice = response.choices[0]
+                what = f"{template} seed {seed}"
+                check_equal(choice.finish_reason, "tool_calls", f"{what} finish_reason")
+                check_equal(len(choice.message.tool_calls), 1, f"{what} calls")
+                check_call(choice.message.tool_calls[0], what)
+
+
 def expect_bad_request(param, message, **kwargs):
     try:
         create(**kwargs)
@@ -181,4 +205,5 @@ if __name__ == "__main__":
         test_named_function_n_three,
         test_required_streamed_equals_whole,
         test_multi_turn_conversation,
+        test_other_families_through_their_templates,
     ])

@@ -1,6 +1,5 @@
 // A request's grammar: the GBNF of each output format, their errors naming the field,
-// the combination with tools, the cache of compiled grammars, and the vocabulary built
-// from a tokenizer.
+// the combination with tools, and the cache of compiled grammars.
 
 #include "server/service/api_service_grammar.h"
 
@@ -9,9 +8,7 @@
 #include <string>
 #include <thread>
 
-#include "gguf/reader.h"
 #include "grammar/matcher.h"
-#include "test_data.h"
 
 namespace pagoda::server {
 namespace {
@@ -195,23 +192,6 @@ TEST(GrammarCache, BuildsItsVocabularyOnFirstUse) {
   ASSERT_TRUE(cache.constraint(RequestGrammar{"root ::= \"b\"", {}, "grammar"}).ok());
   EXPECT_EQ(built, 1);
   EXPECT_EQ(cache.vocab()->n_vocab(), 3);
-}
-
-TEST(GrammarVocab, TokenizerPiecesControlTokensEmptyStopsAreEog) {
-  Expected<gguf::Reader> reader = gguf::Reader::open(pagoda::testing::model_path("stories260K.gguf"));
-  ASSERT_TRUE(reader.ok()) << reader.status().message();
-  auto tokenizer = tokenizer::Tokenizer::from_gguf(*reader);
-  ASSERT_TRUE(tokenizer.ok());
-  const auto vocab = grammar_vocab_from_tokenizer(*tokenizer);
-  ASSERT_EQ(vocab->n_vocab(), tokenizer->n_vocab());
-  for (int32_t id = 0; id < tokenizer->n_vocab(); ++id) {
-    if (tokenizer->is_control(id)) {
-      EXPECT_EQ(vocab->token_bytes(id), "") << id;
-    } else {
-      EXPECT_EQ(vocab->token_bytes(id), tokenizer->token_to_piece(id)) << id;
-    }
-  }
-  EXPECT_EQ(vocab->stop_token_ids(), tokenizer->eog_tokens());
 }
 
 }  // namespace

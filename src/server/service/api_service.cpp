@@ -4,6 +4,7 @@
 
 #include <utility>
 
+#include "engine/grammar_vocab.h"
 #include "server/logging/logging.h"
 
 namespace pagoda::server {
@@ -45,7 +46,7 @@ ApiService::ApiService(engine::Engine& engine, const tokenizer::Tokenizer& token
       metrics_(metrics),
       prompts_(tokenizer, std::move(chat_template)),
       grammars_(options_.grammar_vocab, options_.grammar_cache_size,
-                [&tokenizer] { return grammar_vocab_from_tokenizer(tokenizer); }),
+                [&tokenizer] { return engine::make_vocab_index(tokenizer); }),
       rate_limiter_(options_.rate_limit_rpm) {}
 
 asio::awaitable<void> ApiService::handle(Exchange& exchange) {

@@ -64,9 +64,10 @@ ApiResult<std::optional<FormatRules>> format_rules(const OutputFormat& format,
 
 // JSON Schema -> rules, as the tool grammar asks for them.
 Expected<std::string> schema_rules(const Json& schema, const std::string& root_rule,
-                                   const std::string& prefix) {
+                                   const std::string& prefix, bool strict) {
   grammar::JsonSchemaOptions options;
   options.rule_prefix = prefix;
+  options.strict_properties = strict;
   options.root_rule =
       root_rule.starts_with(prefix) ? root_rule.substr(prefix.size()) : root_rule;
   return grammar::json_schema_to_gbnf(schema, options);
@@ -96,16 +97,6 @@ ApiResult<std::optional<RequestGrammar>> request_grammar(const OutputFormat& for
   if (!grammar->has_value()) return std::optional<RequestGrammar>();
   return std::optional<RequestGrammar>(RequestGrammar{
       std::move((*grammar)->gbnf), std::move((*grammar)->triggers), "tools"});
-}
-
-std::shared_ptr<const grammar::VocabIndex> grammar_vocab_from_tokenizer(
-    const tokenizer::Tokenizer& tokenizer) {
-  const int32_t n_vocab = tokenizer.n_vocab();
-  std::vector<std::string> token_bytes(static_cast<size_t>(std::max(n_vocab, 0)));
-  for (int32_t id = 0; id < n_vocab; ++id) {
-    if (!tokenizer.is_control(id)) token_bytes[static_cast<size_t>(id)] = tokenizer.token_to_piece(id);
-  }
-  return grammar::VocabIndex::create(std::move(token_bytes), tokenizer.eog_tokens());
 }
 
 GrammarCache::GrammarCache(std::shared_ptr<const grammar::VocabIndex> vocab, size_t capacity,

@@ -28,7 +28,6 @@
 #include "server/openai/api_error.h"
 #include "server/openai/openai_request.h"
 #include "server/tools/tool_family.h"
-#include "tokenizer/tokenizer.h"
 
 namespace pagoda::server {
 
@@ -42,12 +41,6 @@ struct RequestGrammar {
 ApiResult<std::optional<RequestGrammar>> request_grammar(const OutputFormat& format,
                                                          const ToolsRequest* tools,
                                                          tools::ToolFamily family);
-
-// The matcher's view of a tokenizer's vocabulary: each normal token's bytes (its piece),
-// control tokens empty (the grammar never allows them), the end-of-generation tokens as
-// stop tokens.
-std::shared_ptr<const grammar::VocabIndex> grammar_vocab_from_tokenizer(
-    const tokenizer::Tokenizer& tokenizer);
 
 // Compiled grammars by GBNF text, the least recently used dropped past `capacity`.
 // Thread-safe; two requests that miss at once may both compile (the last one is kept).

@@ -1,5 +1,6 @@
 #include "server/tools/tool_call_syntax.h"
 
+#include <algorithm>
 #include <array>
 #include <nlohmann/json.hpp>
 
@@ -239,7 +240,9 @@ Scan generic_block(Cursor& cursor, BlockScan& block) {
 #undef PAGODA_SCAN
 
 constexpr std::array<std::string_view, 1> kHermesOpenings = {"<tool_call>"};
-constexpr std::array<std::string_view, 2> kLlamaOpenings = {"<|python_tag|>", "{\"name\""};
+// Llama's call is a bare JSON object, which may have whitespace after its brace: any '{'
+// may open one (an object that is not a call goes back to the text once it is whole).
+constexpr std::array<std::string_view, 2> kLlamaOpenings = {"<|python_tag|>", "{"};
 constexpr std::array<std::string_view, 1> kMistralOpenings = {"[TOOL_CALLS]"};
 constexpr std::array<std::string_view, 1> kGenericOpenings = {"{"};
 
@@ -281,9 +284,19 @@ BlockScan scan_call_block(ToolFamily family, std::string_view text, bool final) 
       scan = generic_block(cursor, block);
       break;
   }
+  // A model that ends its turn right after its last call's JSON, without the closing
+  // tag or bracket, still made its calls.
+  const bool calls_whole =
+      !block.calls.empty() && std::all_of(block.calls.begin(), block.calls.end(),
+                                          [](const PartialCall& call) {
+                                            return call.name_done && call.arguments_done;
+                                          });
   if (scan == Scan::kOk) {
     block.state = BlockState::kComplete;
     block.length = cursor.pos();
+  } else if (scan == Scan::kPartial && final && calls_whole) {
+    block.state = BlockState::kComplete;
+    block.length = text.size();
   } else if (scan == Scan::kPartial && !final) {
     block.state = BlockState::kPartial;
   } else {

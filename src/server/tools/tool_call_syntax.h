@@ -46,7 +46,9 @@ struct BlockScan {
 };
 
 // Reads the block at the start of `text` (which starts with one of the openings).
-// With `final`, no more text will come: a block that is not complete is kInvalid.
+// With `final`, no more text will come: a block that is not complete is kInvalid, except
+// one whose calls are all whole and only its closing is missing (the model ended its turn
+// there): that one is complete, to the end of the text.
 BlockScan scan_call_block(ToolFamily family, std::string_view text, bool final);
 
 }  // namespace pagoda::server::tools

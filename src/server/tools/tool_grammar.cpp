@@ -9,6 +9,15 @@ namespace {
 // whitespace lets a small model loop).
 constexpr std::string_view kSpaceRule = "tool-ws ::= [ \\t\\n]{0,4}\n";
 
+// Parallel calls in one answer, at most: a small model that starts repeating a call would
+// otherwise repeat it until max_tokens, and its answer would be no call at all.
+constexpr int kMaxParallelCalls = 8;
+
+// `item` repeated 0 to kMaxParallelCalls - 1 times: the calls after the first.
+std::string more_calls(const std::string& item) {
+  return "(" + item + "){0," + std::to_string(kMaxParallelCalls - 1) + "}";
+}
+
 // A JSON string (kGeneric's {"content": ".."}).
 constexpr std::string_view kStringRule =
     "tool-string ::= \"\\\"\" tool-char* \"\\\"\"\n"
@@ -36,17 +45,19 @@ std::string calls_rule(ToolFamily family, bool several) {
     case ToolFamily::kHermes: {
       const std::string block = "\"<tool_call>\" tool-ws tool-call tool-ws \"</tool_call>\"";
       if (!several) return "tool-calls ::= " + block + "\n";
-      return "tool-calls ::= " + block + " (tool-ws " + block + ")*\n";
+      return "tool-calls ::= " + block + " " + more_calls("tool-ws " + block) + "\n";
     }
     case ToolFamily::kLlama3:
       // The Llama 3 templates take one call per turn.
       return "tool-calls ::= (\"<|python_tag|>\" tool-ws)? tool-call\n";
     case ToolFamily::kMistral:
       return std::string("tool-calls ::= \"[TOOL_CALLS]\" tool-ws \"[\" tool-ws tool-call ") +
-             (several ? "(tool-ws \",\" tool-ws tool-call)* " : "") + "tool-ws \"]\"\n";
+             (several ? more_calls("tool-ws \",\" tool-ws tool-call") + " " : "") +
+             "tool-ws \"]\"\n";
     case ToolFamily::kGeneric:
       return "tool-calls ::= \"{\" tool-ws " + key("tool_calls") +
-             " \"[\" tool-ws tool-call " + (several ? "(tool-ws \",\" tool-ws tool-call)* " : "") +
+             " \"[\" tool-ws tool-call " +
+             (several ? more_calls("tool-ws \",\" tool-ws tool-call") + " " : "") +
              "tool-ws \"]\" tool-ws \"}\"\n";
   }
   return {};
@@ -80,7 +91,8 @@ ApiResult<std::optional<ToolGrammar>> build_tool_grammar(
     if (forced && function.name != tools.forced_function) continue;
     const std::string prefix = "tool-fn" + std::to_string(i) + "-";
     const std::string arguments_rule = prefix + "arguments";
-    Expected<std::string> rules = convert(function.parameters, arguments_rule, prefix);
+    Expected<std::string> rules =
+        convert(function.parameters, arguments_rule, prefix, function.strict);
     if (!rules) {
       const std::string param = "tools[" + std::to_string(i) + "].function.parameters";
       return bad_request("Invalid '" + param + "': " + rules.status().message(), param,

@@ -1,8 +1,9 @@
 #pragma once
 // The grammar of a request's tool calls, in the family's syntax (GBNF text, and the
 // strings that trigger it when the model may also answer in text):
-//   tool_choice "required"       one call, or several in a row with parallel_tool_calls,
-//                                constrained from the first token (no triggers)
+//   tool_choice "required"       one call, or several in a row with parallel_tool_calls
+//                                (at most 8 in one answer), constrained from the first
+//                                token (no triggers)
 //   a named function             one call of that function, from the first token
 //   "auto"                       free text until the output holds the family's opening
 //                                (triggers: "<tool_call>", "[TOOL_CALLS]", "<|python_tag|>"
@@ -30,10 +31,12 @@
 namespace pagoda::server::tools {
 
 // JSON Schema -> GBNF rules: the rule `root_rule` matches the schema's JSON, and every
-// other rule's name starts with `rule_prefix`. An error's message says why the schema is
-// refused.
+// other rule's name starts with `rule_prefix`; `strict` (the function's "strict": OpenAI's
+// strict mode) allows no property the schema does not declare. An error's message says
+// why the schema is refused.
 using SchemaToGbnf = std::function<Expected<std::string>(
-    const Json& schema, const std::string& root_rule, const std::string& rule_prefix)>;
+    const Json& schema, const std::string& root_rule, const std::string& rule_prefix,
+    bool strict)>;
 
 // An answer's format as rules to embed: `gbnf` defines `root_rule` (and other rules, none
 // of them named "root" or starting with "tool-").

@@ -1,5 +1,6 @@
 #include "server/tools/tool_prompt.h"
 
+#include <algorithm>
 #include <utility>
 
 namespace pagoda::server::tools {
@@ -69,9 +70,12 @@ std::string content_text(const Json& message) {
   return content->is_string() ? content->get<std::string>() : compact(*content);
 }
 
-// kGeneric: calls and results as plain turns any template renders.
+// kGeneric: calls and results as plain turns any template renders. The results of one
+// turn's calls share one user turn, a line each (templates that want user and assistant
+// turns to alternate accept it).
 Json generic_messages(const Json& messages) {
   Json result = Json::array();
+  bool after_result = false;  // result's last turn holds tool results
   for (size_t i = 0; i < messages.size(); ++i) {
     const Json& message = messages[i];
     const std::string role = message.value("role", "");
@@ -91,13 +95,20 @@ Json generic_messages(const Json& messages) {
       if (!name.empty()) tool_result["name"] = std::move(name);
       if (!id.empty()) tool_result["tool_call_id"] = id;
       tool_result["content"] = content_text(message);
+      if (after_result) {
+        result.back()["content"] = result.back()["content"].get<std::string>() + "\n" + compact(output);
+        continue;
+      }
       Json turn = Json::object();
       turn["role"] = "user";
       turn["content"] = compact(output);
       result.push_back(std::move(turn));
+      after_result = true;
+      continue;
     } else {
       result.push_back(message);
     }
+    after_result = false;
   }
   return result;
 }
@@ -150,7 +161,8 @@ ToolPrompt prepare_tool_prompt(ToolFamily family, Json messages, const ToolsRequ
     if (!tools.empty()) prompt.template_variables["tools"] = tools.tools;
     return prompt;
   }
-  if (tools.empty()) {  // no tools: the conversation as the client wrote it
+  const bool has_calls = std::any_of(messages.begin(), messages.end(), has_tool_calls);
+  if (tools.empty() && !has_calls) {  // nothing of tools: the conversation as written
     prompt.messages = std::move(messages);
     return prompt;
   }

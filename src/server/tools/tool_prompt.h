@@ -21,8 +21,10 @@ struct ToolPrompt {
   Json template_variables = Json::object();  // {"tools": [..]} or {}
 };
 
-// `messages` as the request parser normalised them. Without tools, kGeneric leaves the
-// conversation as it is (and the other families only turn arguments into objects).
+// `messages` as the request parser normalised them. kGeneric rewrites the turns whenever
+// the request has tools or the history has calls (a template that knows no tools cannot
+// render an assistant turn of calls, whose content is null), and leaves any other
+// conversation as it is; the other families only turn arguments into objects.
 ToolPrompt prepare_tool_prompt(ToolFamily family, Json messages, const ToolsRequest& tools);
 
 // kGeneric's system message: the functions, and the answer's JSON shape for `tools.choice`.

@@ -135,9 +135,21 @@ TEST(ToolCallParser, HermesTextThatIsNoCallStaysContent) {
   for (const std::string text :
        {"a < b and <tool", "<tool_call>\n{\"name\": 3}\n</tool_call>",
         "<tool_call>{\"arguments\": {}}</tool_call>", "<tool_call>not json</tool_call> after",
-        "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": 1}}\n</tool_cal"}) {
+        "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": 1}\n</tool_call>"}) {
     ExpectParsed(family, text, {text, {}});
   }
+}
+
+// A turn that ends right after the call's JSON, its closing tag missing, made the call.
+TEST(ToolCallParser, AMissingClosingAtTheEndStillMadeTheCall) {
+  ExpectBoth(ToolFamily::kHermes, "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": 1}}\n",
+             {"", {{"f", R"({"a": 1})"}}});
+  ExpectBoth(ToolFamily::kHermes, "<tool_call>\n{\"name\": \"f\", \"arguments\": {}}\n</tool_",
+             {"", {{"f", "{}"}}});
+  ExpectBoth(ToolFamily::kMistral, "[TOOL_CALLS][{\"name\": \"a\", \"arguments\": {}}",
+             {"", {{"a", "{}"}}});
+  ExpectBoth(ToolFamily::kGeneric, R"({"tool_calls": [{"name": "f", "arguments": {}}])",
+             {"", {{"f", "{}"}}});
 }
 
 TEST(ToolCallParser, Llama3Calls) {
@@ -145,6 +157,8 @@ TEST(ToolCallParser, Llama3Calls) {
   ExpectBoth(family, "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Oslo\"}}",
              {"", {{"get_weather", R"({"city": "Oslo"})"}}});
   ExpectBoth(family, "<|python_tag|>{\"name\": \"f\", \"parameters\": {}}", {"", {{"f", "{}"}}});
+  ExpectBoth(family, "{\n  \"name\": \"f\",\n  \"parameters\": {\"k\": null}\n}",
+             {"", {{"f", R"({"k": null})"}}});
   ExpectBoth(family,
              "{\"name\": \"a\", \"parameters\": {}}; {\"name\": \"b\", \"parameters\": {\"n\": 2}}",
              {"", {{"a", "{}"}, {"b", R"({"n": 2})"}}});
@@ -162,7 +176,8 @@ TEST(ToolCallParser, MistralCalls) {
   ExpectBoth(family, "[TOOL_CALLS] {\"name\": \"a\", \"arguments\": {\"k\": true}}",
              {"", {{"a", R"({"k": true})"}}});
   ExpectBoth(family, "No tools needed: [1, 2]", {"No tools needed: [1, 2]", {}});
-  ExpectParsed(family, "[TOOL_CALLS][{\"name\": \"a\"", {"[TOOL_CALLS][{\"name\": \"a\"", {}});
+  ExpectParsed(family, "[TOOL_CALLS][{\"name\": \"a\", \"arguments\": {",
+               {"[TOOL_CALLS][{\"name\": \"a\", \"arguments\": {", {}});
 }
 
 TEST(ToolCallParser, GenericAnswers) {

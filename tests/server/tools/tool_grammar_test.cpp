@@ -37,7 +37,8 @@ ToolsRequest Tools(ToolChoice choice, bool parallel = true) {
 }
 
 // A converter that names what it was asked for: "<root> ::= \"<prefix>\"".
-Expected<std::string> Named(const Json&, const std::string& root, const std::string& prefix) {
+Expected<std::string> Named(const Json&, const std::string& root, const std::string& prefix,
+                            bool /*strict*/) {
   return root + " ::= \"" + prefix + "\"\n";
 }
 
@@ -58,7 +59,7 @@ TEST(ToolGrammar, HermesRequiredIsExact) {
   EXPECT_EQ((*grammar)->gbnf,
             "root ::= tool-calls\n"
             "tool-calls ::= \"<tool_call>\" tool-ws tool-call tool-ws \"</tool_call>\" (tool-ws "
-            "\"<tool_call>\" tool-ws tool-call tool-ws \"</tool_call>\")*\n"
+            "\"<tool_call>\" tool-ws tool-call tool-ws \"</tool_call>\"){0,7}\n"
             "tool-call ::= tool-fn0-call | tool-fn1-call\n"
             "tool-fn0-call ::= \"{\" tool-ws \"\\\"name\\\"\" tool-ws \":\" tool-ws "
             "\"\\\"get_weather\\\"\" tool-ws \",\" tool-ws \"\\\"arguments\\\"\" tool-ws \":\" "
@@ -125,11 +126,12 @@ TEST(ToolGrammar, AFormatIsTheTextAnswersAlternative) {
 
 TEST(ToolGrammar, ARefusedSchemaNamesItsTool) {
   const SchemaToGbnf refuse_second = [](const Json& schema, const std::string& root,
-                                        const std::string& prefix) -> Expected<std::string> {
+                                        const std::string& prefix,
+                                        bool strict) -> Expected<std::string> {
     if (schema.contains("properties") && schema["properties"].contains("a")) {
       return invalid_argument("unsupported JSON Schema keyword 'not' at /properties/a");
     }
-    return Named(schema, root, prefix);
+    return Named(schema, root, prefix, strict);
   };
   auto grammar =
       build_tool_grammar(ToolFamily::kHermes, Tools(ToolChoice::kRequired), refuse_second);
@@ -192,6 +194,29 @@ TEST_F(ToolGrammarMatch, OneCallWithoutParallelCalls) {
       "<tool_call>{\"name\": \"add\", \"arguments\": {\"a\": 1, \"b\": 2}}</tool_call>";
   EXPECT_TRUE(Accepts(gbnf, call));
   EXPECT_FALSE(Accepts(gbnf, call + "\n" + call));
+}
+
+TEST_F(ToolGrammarMatch, AtMostEightParallelCalls) {
+  const std::string gbnf = Gbnf(ToolFamily::kGeneric, Tools(ToolChoice::kRequired));
+  const std::string call = R"({"name": "add", "arguments": {"a": 1, "b": 2}})";
+  std::string calls = call;
+  for (int i = 1; i < 8; ++i) calls += ", " + call;
+  EXPECT_TRUE(Accepts(gbnf, "{\"tool_calls\": [" + calls + "]}"));
+  EXPECT_FALSE(Accepts(gbnf, "{\"tool_calls\": [" + calls + ", " + call + "]}"));
+}
+
+TEST_F(ToolGrammarMatch, StrictFunctionsTakeNoUndeclaredProperty) {
+  ToolsRequest tools;
+  tools.functions.push_back(Function("f", R"({"type": "object",
+      "properties": {"a": {"type": "integer"}}, "required": ["a"]})"));
+  tools.choice = ToolChoice::kRequired;
+  const std::string extra =
+      R"(<tool_call>{"name": "f", "arguments": {"a": 1, "b": 2}}</tool_call>)";
+  EXPECT_TRUE(Accepts(Gbnf(ToolFamily::kHermes, tools), extra));
+  tools.functions[0].strict = true;
+  EXPECT_FALSE(Accepts(Gbnf(ToolFamily::kHermes, tools), extra));
+  EXPECT_TRUE(Accepts(Gbnf(ToolFamily::kHermes, tools),
+                      R"(<tool_call>{"name": "f", "arguments": {"a": 1}}</tool_call>)"));
 }
 
 TEST_F(ToolGrammarMatch, Llama3Call) {

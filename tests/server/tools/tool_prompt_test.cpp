@@ -139,6 +139,30 @@ TEST(ToolPrompt, GenericDescribesToolsAndRewritesTheTurns) {
             Json::parse(R"({"role": "user", "content": "{\"tool_result\":{\"name\":\"get_weather\",\"tool_call_id\":\"call_1\",\"content\":\"22 C\"}}"})"));
 }
 
+TEST(ToolPrompt, GenericPutsOneTurnsResultsInOneUserTurn) {
+  Json messages = kConversation;
+  messages[1]["tool_calls"].push_back(Json::parse(R"({"id": "call_2", "type": "function",
+      "function": {"name": "get_weather", "arguments": "{\"city\": \"Oslo\"}"}})"));
+  messages.push_back(Json::parse(R"({"role": "tool", "tool_call_id": "call_2", "content": "3 C"})"));
+  messages.push_back(Json::parse(R"({"role": "assistant", "content": "22 C and 3 C."})"));
+  const ToolPrompt prompt = prepare_tool_prompt(ToolFamily::kGeneric, messages, Tools());
+  ASSERT_EQ(prompt.messages.size(), 5u);
+  EXPECT_EQ(prompt.messages[3]["role"], "user");
+  EXPECT_EQ(prompt.messages[3]["content"],
+            R"({"tool_result":{"name":"get_weather","tool_call_id":"call_1","content":"22 C"}})"
+            "\n"
+            R"({"tool_result":{"name":"get_weather","tool_call_id":"call_2","content":"3 C"}})");
+  EXPECT_EQ(prompt.messages[4], messages[4]);
+  // A template that wants the roles to alternate renders it.
+  const std::string source = read_template("alternating-roles.jinja");
+  ASSERT_FALSE(source.empty());
+  Expected<tokenizer::ChatTemplate> parsed = tokenizer::ChatTemplate::parse(source);
+  ASSERT_TRUE(parsed.ok());
+  Json extra = {{"bos_token", "<s>"}, {"eos_token", "</s>"}};
+  Expected<std::string> rendered = parsed->render(prompt.messages, true, extra);
+  EXPECT_TRUE(rendered.ok()) << rendered.status().message();
+}
+
 TEST(ToolPrompt, GenericJoinsTheClientsSystemMessage) {
   Json messages = kConversation;
   messages.insert(messages.begin(), Json({{"role", "system"}, {"content", "Be brief."}}));
@@ -160,9 +184,16 @@ TEST(ToolPrompt, GenericRendersWithChatML) {
   EXPECT_NE(rendered.find("<|im_start|>user\n{\"tool_result\":"), std::string::npos) << rendered;
 }
 
-TEST(ToolPrompt, WithoutToolsGenericLeavesTheConversation) {
+TEST(ToolPrompt, WithoutToolsGenericRewritesOnlyAHistoryOfCalls) {
   ToolsRequest none;
-  EXPECT_EQ(prepare_tool_prompt(ToolFamily::kGeneric, kConversation, none).messages, kConversation);
+  const Json plain = Json::parse(R"([{"role": "user", "content": "Hi"},
+      {"role": "tool", "tool_call_id": "x", "content": "1"}])");
+  EXPECT_EQ(prepare_tool_prompt(ToolFamily::kGeneric, plain, none).messages, plain);
+  const ToolPrompt history = prepare_tool_prompt(ToolFamily::kGeneric, kConversation, none);
+  ASSERT_EQ(history.messages.size(), 3u) << "no system message without tools";
+  EXPECT_EQ(history.messages[1]["role"], "assistant");
+  EXPECT_TRUE(history.messages[1]["content"].is_string());
+  EXPECT_EQ(history.messages[2]["role"], "user");
 }
 
 }  // namespace
