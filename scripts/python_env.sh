@@ -2,7 +2,8 @@
 # Creates or updates the Python virtual environment at .venv/ (repository root) with the
 # PyPI packages the tests and tools use: jinja2 renders chat templates the way Hugging
 # Face transformers does (the reference the chat template tests compare against), and
-# the official openai client drives the server's end-to-end tests.
+# the official openai client drives the server's end-to-end tests, and selenium drives
+# headless Chromium (Debian's chromium and chromium-driver) for the chat page's test.
 # Idempotent: when .venv/ already holds the pinned versions it returns at once.
 #   scripts/python_env.sh
 set -euo pipefail
@@ -12,6 +13,7 @@ requirements=(
   "jinja2==3.1.6"
   "markupsafe==3.0.3"
   "openai==3.22.1"
+  "selenium==4.27.1"
 )
 
 venv=.venv

@@ -93,6 +93,7 @@ TEST(ServeConfig, Defaults) {
   EXPECT_EQ(c.idle_timeout, std::chrono::seconds(60));
   EXPECT_EQ(c.read_timeout, std::chrono::seconds(30));
   EXPECT_EQ(c.max_connections, 10000u);
+  EXPECT_TRUE(c.webui);
   EXPECT_EQ(c.shutdown_grace, std::chrono::seconds(30));
   EXPECT_EQ(c.log_format, LogFormat::kText);
   EXPECT_EQ(c.log_level, spdlog::level::info);
@@ -262,6 +263,35 @@ TEST(ServeConfig, TomlFileForEveryKind) {
   EXPECT_EQ(config->rate_limit_rpm, 30);
   EXPECT_EQ(config->backend.cuda.memory_utilization, 0.5);
   EXPECT_EQ(config->backend.device.to_string(), "cuda:0");
+}
+
+// The chat page is on unless a flag, the environment or the file turns it off; a flag
+// wins over both.
+TEST(ServeConfig, WebUiFromFlagEnvironmentAndToml) {
+  TempDir dir;
+  const std::string off_file = dir.write("off.toml", "webui = false\n");
+  const std::string on_file = dir.write("on.toml", "webui = true\n");
+  Resolve resolve;
+  Expected<ServeConfig> config = resolve({"-m", kModel, "--no-webui"});
+  ASSERT_TRUE(config.ok()) << config.status().message();
+  EXPECT_FALSE(config->webui);
+  EXPECT_EQ(config->sources.at("webui"), "--webui");
+  config = resolve({"-m", kModel, "--config", off_file});
+  ASSERT_TRUE(config.ok()) << config.status().message();
+  EXPECT_FALSE(config->webui);
+  config = resolve({"-m", kModel, "--config", off_file, "--webui"});
+  ASSERT_TRUE(config.ok()) << config.status().message();
+  EXPECT_TRUE(config->webui);
+  resolve.env = {{"PAGODA_WEBUI", "off"}};
+  config = resolve({"-m", kModel});
+  ASSERT_TRUE(config.ok()) << config.status().message();
+  EXPECT_FALSE(config->webui);
+  EXPECT_EQ(config->sources.at("webui"), "PAGODA_WEBUI");
+  config = resolve({"-m", kModel, "--config", on_file});  // the environment beats the file
+  ASSERT_TRUE(config.ok()) << config.status().message();
+  EXPECT_FALSE(config->webui);
+  resolve.env = {{"PAGODA_WEBUI", "maybe"}};
+  EXPECT_FALSE(resolve({"-m", kModel}).ok());
 }
 
 TEST(ServeConfig, ListsAndBooleansOverride) {
