@@ -177,6 +177,40 @@ def test_streamed_reply_grows_and_finishes():
     BROWSER.shot("02-reply.png")
 
 
+def mark_reply():
+    """Marks the last reply's node; the page rebuilds the nodes of a new reply."""
+    BROWSER.js("[...document.querySelectorAll('#messages .message.assistant')].pop()"
+               ".dataset.old = 'yes';")
+
+
+def wait_new_reply_done():
+    BROWSER.wait(lambda: BROWSER.js(
+        "const r = [...document.querySelectorAll('#messages .message.assistant')].pop();"
+        "return r && r.dataset.old === undefined && r.dataset.state === 'done';"),
+        message="no new finished reply")
+
+
+def test_regenerate_and_edit_replace_the_reply():
+    mark_reply()
+    BROWSER.find("#messages .message.assistant .regenerate").click()
+    wait_new_reply_done()
+    check_equal(len(BROWSER.find_all("#messages .message")), 2, "messages after regenerate")
+    mark_reply()
+    BROWSER.find("#messages .message.user .edit").click()
+    area = BROWSER.find("#messages .message.user .edit-area")
+    area.send_keys(Keys.CONTROL, "a")
+    area.send_keys("Write a short poem about the moon.")
+    BROWSER.find("#messages .message.user .edit-send").click()
+    wait_new_reply_done()
+    check_equal(BROWSER.find("#messages .message.user .content").text,
+                "Write a short poem about the moon.", "the edited message")
+    check_equal(len(BROWSER.find_all("#messages .message")), 2, "messages after edit")
+    stored = json.loads(BROWSER.js("return localStorage.getItem('pagoda.conversations')"))
+    check_equal([m["role"] for m in stored[0]["messages"]], ["user", "assistant"], "stored roles")
+    check_equal(stored[0]["messages"][0]["content"], "Write a short poem about the moon.",
+                "stored edit")
+
+
 def aborted():
     return OPEN.metrics().get('pagoda_request_finished_total{finish_reason="abort"}', 0.0)
 
@@ -313,6 +347,7 @@ def main():
     BROWSER = Browser()
     try:
         serve_and_run(OPEN, [test_page_loads_with_the_model, test_streamed_reply_grows_and_finishes,
+                             test_regenerate_and_edit_replace_the_reply,
                              test_stop_aborts_the_request_in_the_server,
                              test_reload_finds_the_conversations,
                              test_html_in_a_reply_is_shown_as_text, test_theme_and_phone_layout,

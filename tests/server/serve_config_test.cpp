@@ -125,7 +125,7 @@ TEST(ServeConfig, EveryFlag) {
       {"--model", kModel, "--served-model-name", "tiny", "--chat-template", tmpl, "--numerics",
        "reference", "-t", "3", "--device", "cuda:1", "--gpu-memory-utilization", "0.75", "--batch-invariant", "--host", "0.0.0.0", "--port", "9001", "--io-threads", "4",
        "--max-body-bytes", "16MiB", "--idle-timeout", "5", "--read-timeout", "7",
-       "--max-connections", "50", "--api-key", "sk-a", "--api-key", "sk-b", "--api-key-file", keys,
+       "--max-connections", "50", "--no-webui", "--api-key", "sk-a", "--api-key", "sk-b", "--api-key-file", keys,
        "--cors-origin", "*", "--rate-limit-rpm", "120", "--max-queued", "9", "--shutdown-grace",
        "0", "--log-format", "json", "--log-level", "debug", "--log-prompts", "--max-model-len",
        "256", "--max-batched-tokens", "128", "--max-running", "8", "--block-size", "32",
@@ -147,6 +147,7 @@ TEST(ServeConfig, EveryFlag) {
   EXPECT_EQ(c.idle_timeout, std::chrono::seconds(5));
   EXPECT_EQ(c.read_timeout, std::chrono::seconds(7));
   EXPECT_EQ(c.max_connections, 50u);
+  EXPECT_FALSE(c.webui);
   EXPECT_EQ(c.api_keys, (std::vector<std::string>{"sk-a", "sk-b"}));
   EXPECT_EQ(c.api_key_file, keys);
   EXPECT_EQ(c.cors_origins, std::vector<std::string>{"*"});
