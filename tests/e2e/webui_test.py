@@ -2,11 +2,13 @@
 chromium-driver) driven by Selenium against `pagoda serve`. It loads the page, sends a
 message and watches the streamed reply grow and finish, stops a long reply and sees the
 server's running count fall to 0, reloads and finds the conversation, shows a reply
-carrying HTML as text, and asks for the API key of a server that has keys.
+carrying HTML as text, and asks for the API key of a server that has keys; and, without a
+browser, that the page comes gzip-compressed with its CSP and that --no-webui removes it.
 
 Screenshots go to <build folder>/webui-screenshots/. Skipped (exit 77) without chromium,
 chromedriver or the selenium package."""
 
+import gzip
 import json
 import os
 import re
@@ -349,6 +351,20 @@ def test_api_key_is_asked_for_and_errors_are_readable():
                     "key written to local storage")
 
 
+def test_the_page_is_served_compressed_and_no_webui_turns_it_off():
+    status, headers, body = OPEN.request("GET", "/", headers={"Accept-Encoding": "gzip"})
+    check_equal(status, 200, "GET /")
+    check_equal(headers.get("content-encoding"), "gzip", "Content-Encoding")
+    check_equal(gzip.decompress(body)[:15], b"<!doctype html>", "the page, gunzipped")
+    check("default-src 'none'" in headers.get("content-security-policy", ""), str(headers))
+    status, _, body = OPEN.request("GET", "/", headers={"If-None-Match": headers["etag"]})
+    check_equal((status, body), (304, b""), "revalidation")
+    with PagodaServer(ARGS, "--max-model-len", MAX_MODEL_LEN, "--no-webui") as server:
+        check_equal(server.request("GET", "/")[0], 404, "GET / with --no-webui")
+        check_equal(server.request("GET", "/app.js")[0], 404, "GET /app.js with --no-webui")
+        check_equal(server.request("GET", "/v1/models")[0], 200, "the API with --no-webui")
+
+
 def main():
     global BROWSER
     BROWSER = Browser()
@@ -358,7 +374,8 @@ def main():
                              test_stop_aborts_the_request_in_the_server,
                              test_reload_finds_the_conversations,
                              test_html_in_a_reply_is_shown_as_text, test_theme_and_phone_layout,
-                             test_api_key_is_asked_for_and_errors_are_readable])
+                             test_api_key_is_asked_for_and_errors_are_readable,
+                             test_the_page_is_served_compressed_and_no_webui_turns_it_off])
     finally:
         BROWSER.quit()
 
