@@ -216,7 +216,7 @@ function exportAll() {
   document.body.append(link);
   link.click();
   link.remove();
-  setTimeout(() => URL.revokeObjectURL(link.href), 0);
+  setTimeout(() => URL.revokeObjectURL(link.href), 60000);  // after the download started
 }
 
 // ---- messages --------------------------------------------------------------------------

@@ -298,6 +298,41 @@ def test_html_in_a_reply_is_shown_as_text():
     BROWSER.shot("04-html-as-text.png")
 
 
+def test_export_and_delete():
+    # The download is caught in the page: the blob's text is kept and the link's click
+    # only notes the file name. (Reading the blob URL with fetch would break the CSP.)
+    BROWSER.js("""
+        window.exported = null;
+        const create = URL.createObjectURL;
+        URL.createObjectURL = (blob) => {
+          blob.text().then((text) => { window.exported = {...window.exported, text}; });
+          return create(blob);
+        };
+        HTMLAnchorElement.prototype.click = function () {
+          window.exported = {...window.exported, name: this.download};
+        };""")
+    BROWSER.find("#export").click()
+    BROWSER.wait(lambda: BROWSER.js("return window.exported && window.exported.text && "
+                                    "window.exported.name") is not None, timeout=10,
+                 message="nothing exported")
+    exported = BROWSER.js("return window.exported")
+    check_equal(exported["name"], "pagoda-conversations.json", "export file name")
+    data = json.loads(exported["text"])
+    check_equal(data["model"], OPEN.model_name(), "exported model")
+    check_equal([c["title"] for c in data["conversations"]],
+                [e.text for e in BROWSER.find_all("#conversation-list .conversation-title")],
+                "exported conversations")
+    check_equal(data["conversations"][0]["messages"][1]["content"], INJECTION, "exported text")
+    # Delete "Injection" (confirmed), and it is gone after a reload.
+    BROWSER.js("window.confirm = () => true;")
+    BROWSER.find("#conversation-list li.active .delete").click()
+    BROWSER.wait(lambda: len(BROWSER.find_all("#conversation-list li")) == 2)
+    BROWSER.driver.refresh()
+    BROWSER.wait(lambda: [e.text for e in BROWSER.find_all("#conversation-list .conversation-title")]
+                 == ["Lighthouse", "Write a short poem about the sea."],
+                 message="the deleted conversation is back")
+
+
 def test_theme_and_phone_layout():
     before = BROWSER.js("return document.documentElement.dataset.theme")
     BROWSER.find("#theme-toggle").click()
@@ -307,7 +342,7 @@ def test_theme_and_phone_layout():
     BROWSER.wait(lambda: BROWSER.js("return document.documentElement.dataset.theme") == after)
     if after != "dark":
         BROWSER.find("#theme-toggle").click()
-    BROWSER.find_all("#conversation-list .conversation-title")[1].click()  # "Lighthouse"
+    BROWSER.find_all("#conversation-list .conversation-title")[0].click()  # "Lighthouse"
     BROWSER.shot("05-dark.png")
     BROWSER.driver.set_window_size(400, 800)
     try:
@@ -373,7 +408,8 @@ def main():
                              test_regenerate_and_edit_replace_the_reply,
                              test_stop_aborts_the_request_in_the_server,
                              test_reload_finds_the_conversations,
-                             test_html_in_a_reply_is_shown_as_text, test_theme_and_phone_layout,
+                             test_html_in_a_reply_is_shown_as_text, test_export_and_delete,
+                             test_theme_and_phone_layout,
                              test_api_key_is_asked_for_and_errors_are_readable,
                              test_the_page_is_served_compressed_and_no_webui_turns_it_off])
     finally:
