@@ -1,11 +1,12 @@
 // The chat page: conversations on the left, the current one on the right, a composer at
-// the bottom. Talks to the server through api.js, keeps its state through store.js and
-// renders replies with markdown.js. No framework: the DOM is rebuilt from `state` when a
+// the bottom. Talks to the server through api.js, keeps its state through store.js,
+// renders replies with markdown.js and builds the rest with ui.js's helpers. No framework: the DOM is rebuilt from `state` when a
 // conversation changes, and only the streaming reply is updated while tokens arrive.
 
 import { ApiError, fetchModel, streamChat } from "./api.js";
 import { renderMarkdown } from "./markdown.js";
 import * as store from "./store.js";
+import { button, copyText, el, setupTheme, showNotice } from "./ui.js";
 
 const $ = (id) => document.getElementById(id);
 
@@ -17,23 +18,6 @@ const state = {
   model: null,       // { id, maxModelLen } once /v1/models answered
   generation: null,  // the reply being streamed: { controller, conversation, message, node }
 };
-
-// ---- helpers ---------------------------------------------------------------------------
-
-function el(tag, className, text) {
-  const node = document.createElement(tag);
-  if (className) node.className = className;
-  if (text !== undefined) node.textContent = text;
-  return node;
-}
-
-function button(label, className, onClick, title) {
-  const node = el("button", className, label);
-  node.type = "button";
-  if (title) node.title = title;
-  node.addEventListener("click", onClick);
-  return node;
-}
 
 function current() {
   return state.conversations.find((c) => c.id === state.currentId) || null;
@@ -50,26 +34,6 @@ function touch(conversation) {
   state.conversations.sort((a, b) => b.updated - a.updated);
 }
 
-async function copyText(text, feedbackButton) {
-  try {
-    await navigator.clipboard.writeText(text);
-  } catch {
-    // No clipboard API (an insecure origin): copy through a selected, hidden textarea.
-    const area = el("textarea");
-    area.value = text;
-    area.className = "offscreen";
-    document.body.append(area);
-    area.select();
-    document.execCommand("copy");
-    area.remove();
-  }
-  if (feedbackButton) {
-    const label = feedbackButton.textContent;
-    feedbackButton.textContent = "Copied";
-    setTimeout(() => { feedbackButton.textContent = label; }, 1200);
-  }
-}
-
 // ---- notices ---------------------------------------------------------------------------
 
 const STATUS_TITLES = {
@@ -82,13 +46,6 @@ const STATUS_TITLES = {
   500: "Server error",
   503: "Server busy",
 };
-
-function showNotice(text, kind = "info") {
-  const notice = el("div", "notice " + kind);
-  notice.append(el("span", "notice-text", text));
-  notice.append(button("×", "notice-close", () => notice.remove(), "Dismiss"));
-  $("notices").append(notice);
-}
 
 function showApiError(error) {
   const title = STATUS_TITLES[error.status] || "Error";
@@ -434,7 +391,7 @@ function submit() {
   generate(conversation);
 }
 
-// ---- settings and theme ----------------------------------------------------------------
+// ---- settings --------------------------------------------------------------------------
 
 const NUMBER_SETTINGS = [["temperature", "temperature"], ["top-p", "topP"], ["max-tokens", "maxTokens"]];
 
@@ -466,22 +423,6 @@ function setupSettings() {
     const panel = $("settings");
     panel.hidden = !panel.hidden;
     $("settings-toggle").setAttribute("aria-expanded", String(!panel.hidden));
-  });
-}
-
-function applyTheme(theme) {
-  document.documentElement.dataset.theme = theme;
-  $("theme-toggle").textContent = theme === "dark" ? "Light" : "Dark";
-}
-
-function setupTheme() {
-  const saved = store.loadTheme();
-  const prefersDark = window.matchMedia("(prefers-color-scheme: dark)").matches;
-  applyTheme(saved || (prefersDark ? "dark" : "light"));
-  $("theme-toggle").addEventListener("click", () => {
-    const next = document.documentElement.dataset.theme === "dark" ? "light" : "dark";
-    store.saveTheme(next);
-    applyTheme(next);
   });
 }
 

@@ -2,7 +2,8 @@
 chromium-driver) driven by Selenium against `pagoda serve`. It loads the page, sends a
 message and watches the streamed reply grow and finish, stops a long reply and sees the
 server's running count fall to 0, reloads and finds the conversation, shows a reply
-carrying HTML as text, and asks for the API key of a server that has keys; and, without a
+carrying HTML as text, asks for the API key of a server that has keys and shows its 401
+and 429 as readable notices; and, without a
 browser, that the page comes gzip-compressed with its CSP and that --no-webui removes it.
 
 Screenshots go to <build folder>/webui-screenshots/. Skipped (exit 77) without chromium,
@@ -141,7 +142,10 @@ class Browser:
 BROWSER = None
 OPEN = PagodaServer(ARGS, "--max-model-len", MAX_MODEL_LEN, "--max-running", "4")
 KEY = "sk-webui-test"
-KEYED = PagodaServer(ARGS, "--max-model-len", MAX_MODEL_LEN, "--api-key", KEY, api_key=KEY)
+# Four requests a minute for the key: /v1/models from the page and from this script, and
+# two replies pass; a third reply is refused.
+KEYED = PagodaServer(ARGS, "--max-model-len", MAX_MODEL_LEN, "--api-key", KEY,
+                     "--rate-limit-rpm", "4", api_key=KEY)
 
 
 def running():
@@ -181,13 +185,14 @@ def test_streamed_reply_grows_and_finishes():
 
 
 def mark_reply():
-    """Marks the last reply's node; the page rebuilds the nodes of a new reply."""
+    """Marks the last reply's node. The page rebuilds every node when a reply ends, so
+    wait_new_reply_done also checks that no notice says the reply failed."""
     BROWSER.js("[...document.querySelectorAll('#messages .message.assistant')].pop()"
                ".dataset.old = 'yes';")
 
 
 def wait_new_reply_done():
-    BROWSER.wait(lambda: BROWSER.js(
+    BROWSER.wait(lambda: no_notice() and BROWSER.js(
         "const r = [...document.querySelectorAll('#messages .message.assistant')].pop();"
         "return r && r.dataset.old === undefined && r.dataset.state === 'done';"),
         message="no new finished reply")
@@ -384,6 +389,17 @@ def test_api_key_is_asked_for_and_errors_are_readable():
                     "key kept for the session")
         check_equal(BROWSER.js("return localStorage.getItem('pagoda.apiKey')"), None,
                     "key written to local storage")
+        mark_reply()
+        BROWSER.send("Hello again")
+        wait_new_reply_done()
+        BROWSER.send("And again")
+        BROWSER.wait(lambda: "429 Too many requests: Rate limit reached" in
+                     BROWSER.find("#notices").text, message="no rate limit notice")
+        check(re.search(r"\(retry in \d+ s\)", BROWSER.find("#notices").text),
+              BROWSER.find("#notices").text)
+        check_equal(BROWSER.reply_state(), "done", "the refused reply is not left behind")
+        check_equal(len(BROWSER.find_all("#messages .message")), 5, "messages after a 429")
+        BROWSER.shot("09-rate-limited.png")
 
 
 def test_the_page_is_served_compressed_and_no_webui_turns_it_off():
