@@ -2,8 +2,9 @@
 # Creates or updates the Python virtual environment at .venv/ (repository root) with the
 # PyPI packages the tests and tools use: jinja2 renders chat templates the way Hugging
 # Face transformers does (the reference the chat template tests compare against); the
-# official openai client drives the server's end-to-end tests, and jsonschema checks the
-# structured outputs and tool-call arguments they return.
+# official openai client drives the server's end-to-end tests, jsonschema checks the
+# structured outputs and tool-call arguments they return, and selenium drives headless
+# Chromium (Debian's chromium and chromium-driver) for the chat page's test.
 # Idempotent: when .venv/ already holds the pinned versions it returns at once.
 #   scripts/python_env.sh
 set -euo pipefail
@@ -14,6 +15,7 @@ requirements=(
   "markupsafe==3.0.3"
   "openai==3.22.1"
   "jsonschema==4.26.0"
+  "selenium==4.27.1"
 )
 
 venv=.venv

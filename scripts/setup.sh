@@ -11,6 +11,7 @@ packages=(
   libboost1.81-dev nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev
   libtomlplusplus-dev libpcre2-dev libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-pip python3-venv unzip
+  chromium chromium-driver  # the chat page's browser test (tests/e2e/webui_test.py)
 )
 
 missing=()

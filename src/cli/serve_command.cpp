@@ -95,6 +95,7 @@ Expected<server::ApiServiceOptions> service_options(const server::ServeConfig& c
   options.max_queued = static_cast<int32_t>(config.max_queued);
   options.max_priority_boost = config.max_priority_boost;
   options.log_prompts = config.log_prompts;
+  options.web_ui = config.webui;
   return options;
 }
 
@@ -207,6 +208,7 @@ Status serve(const CLI::App& command, const server::ServeOptions& raw) {
   }
   gate.open(*(*stack)->service);
   spdlog::info("ready: serving {} on http://{}:{}", config.model_name, config.host, http->port());
+  if (config.webui) spdlog::info("chat page: http://{}:{}/", config.host, http->port());
   signals.wait();
   drain_and_stop(*http, **stack, config, signals);
   return Status::ok_status();

@@ -19,6 +19,8 @@
 #include "model/model.h"
 #include "server/http_test_client.h"
 #include "server/service/api_service_gate.h"
+#include "server/webui/static_reply.h"
+#include "server/webui/web_assets.h"
 #include "test_data.h"
 
 namespace pagoda::server {
@@ -388,6 +390,60 @@ TEST_F(ApiServiceTest, UnknownModelIs404AndNAboveTheRunningCapIs400) {
   response = post("/v1/completions", {{"prompt", "Once"}, {"n", 5}, {"max_tokens", 2}});
   EXPECT_EQ(response.status, 400);
   EXPECT_EQ(error_of(response)["param"], "n");
+}
+
+// The chat page is public even with API keys on (the page asks for the key), with its
+// type, security headers, gzip on request, and 304 for a current copy.
+TEST_F(ApiServiceTest, ChatPageIsPublicWithItsHeaders) {
+  ApiServiceOptions options;
+  auto keys = ApiKeys::load({"secret"}, "");
+  ASSERT_TRUE(keys.ok());
+  options.api_keys = std::move(*keys);
+  serve(std::move(options));
+  const WebAsset* page = find_web_asset("/index.html");
+  ASSERT_NE(page, nullptr);
+  TestResponse response = get("/");
+  EXPECT_EQ(response.status, 200);
+  EXPECT_EQ(response.header("content-type"), "text/html; charset=utf-8");
+  EXPECT_EQ(response.body, page->bytes);
+  EXPECT_EQ(response.header("content-security-policy"), kWebContentSecurityPolicy);
+  EXPECT_EQ(response.header("x-content-type-options"), "nosniff");
+  EXPECT_EQ(response.header("cache-control"), "no-cache");
+  EXPECT_EQ(response.header("etag"), page->etag);
+  EXPECT_EQ(response.header("content-encoding"), "");
+  EXPECT_EQ(get("/index.html").body, page->bytes);
+
+  response = get("/app.js", "Accept-Encoding: gzip, deflate\r\n");
+  EXPECT_EQ(response.status, 200);
+  EXPECT_EQ(response.header("content-type"), "text/javascript; charset=utf-8");
+  EXPECT_EQ(response.header("content-encoding"), "gzip");
+  EXPECT_EQ(response.header("vary"), "Accept-Encoding");
+  EXPECT_EQ(response.body, find_web_asset("/app.js")->gzip_bytes);
+
+  response = get("/", "If-None-Match: " + std::string(page->etag) + "\r\n");
+  EXPECT_EQ(response.status, 304);
+  EXPECT_TRUE(response.body.empty());
+  EXPECT_EQ(response.header("content-length"), "");
+  EXPECT_EQ(response.header("etag"), page->etag);
+
+  EXPECT_EQ(get("/v1/models").status, 401);  // the API keeps its key
+  EXPECT_EQ(get("/favicon.ico").status, 404);
+  response = post("/", nlohmann::json::object());
+  EXPECT_EQ(response.status, 405);
+  EXPECT_EQ(response.header("allow"), "GET, HEAD");
+}
+
+TEST_F(ApiServiceTest, WithoutTheWebUiThePageIs404) {
+  ApiServiceOptions options;
+  options.web_ui = false;
+  serve(std::move(options));
+  for (const std::string_view path : {"/", "/index.html", "/app.js"}) {
+    const TestResponse response = get(path);
+    EXPECT_EQ(response.status, 404) << path;
+    EXPECT_EQ(error_of(response)["type"], "invalid_request_error");
+  }
+  EXPECT_EQ(post("/", nlohmann::json::object()).status, 404);
+  EXPECT_EQ(get("/v1/models").status, 200);
 }
 
 TEST_F(ApiServiceTest, TheGateAnswersLoadingUntilOpened) {

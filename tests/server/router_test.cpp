@@ -50,12 +50,19 @@ TEST(Router, WrongMethodIsKnownPathWithAllow) {
 
 TEST(Router, UnknownPathsAreNotFound) {
   for (const std::string_view target :
-       {"/", "/v1", "/v1/models/", "/v1/chat/completions/", "/v2/completions", "/healthz",
+       {"/v1", "/v1/models/", "/v1/chat/completions/", "/v2/completions", "/healthz",
         "/v1/models/%zz", "/v1/models/a%00b", "/v1/models/a%2"}) {
     const RouteMatch match = route(http::verb::get, target);
     EXPECT_FALSE(match.endpoint.has_value()) << target;
     EXPECT_FALSE(match.path_exists) << target;
   }
+}
+
+// "/" is the chat page's (web_ui_test.cpp); without it, it is unknown.
+TEST(Router, RootIsUnknownWithoutTheWebUi) {
+  const RouteMatch match = route(http::verb::get, "/", /*web_ui=*/false);
+  EXPECT_FALSE(match.endpoint.has_value());
+  EXPECT_FALSE(match.path_exists);
 }
 
 TEST(Router, ModelIdsMayHoldSlashesAndEscapes) {

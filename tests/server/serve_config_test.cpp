@@ -93,6 +93,7 @@ TEST(ServeConfig, Defaults) {
   EXPECT_EQ(c.idle_timeout, std::chrono::seconds(60));
   EXPECT_EQ(c.read_timeout, std::chrono::seconds(30));
   EXPECT_EQ(c.max_connections, 10000u);
+  EXPECT_TRUE(c.webui);
   EXPECT_EQ(c.shutdown_grace, std::chrono::seconds(30));
   EXPECT_EQ(c.log_format, LogFormat::kText);
   EXPECT_EQ(c.log_level, spdlog::level::info);
@@ -125,7 +126,7 @@ TEST(ServeConfig, EveryFlag) {
       {"--model", kModel, "--served-model-name", "tiny", "--chat-template", tmpl, "--numerics",
        "reference", "-t", "3", "--device", "cuda:1", "--gpu-memory-utilization", "0.75", "--batch-invariant", "--host", "0.0.0.0", "--port", "9001", "--io-threads", "4",
        "--max-body-bytes", "16MiB", "--idle-timeout", "5", "--read-timeout", "7",
-       "--max-connections", "50", "--api-key", "sk-a", "--api-key", "sk-b", "--api-key-file", keys,
+       "--max-connections", "50", "--no-webui", "--api-key", "sk-a", "--api-key", "sk-b", "--api-key-file", keys,
        "--cors-origin", "*", "--rate-limit-rpm", "120", "--max-queued", "9", "--shutdown-grace",
        "0", "--log-format", "json", "--log-level", "debug", "--log-prompts", "--max-model-len",
        "256", "--max-batched-tokens", "128", "--max-running", "8", "--block-size", "32",
@@ -148,6 +149,7 @@ TEST(ServeConfig, EveryFlag) {
   EXPECT_EQ(c.idle_timeout, std::chrono::seconds(5));
   EXPECT_EQ(c.read_timeout, std::chrono::seconds(7));
   EXPECT_EQ(c.max_connections, 50u);
+  EXPECT_FALSE(c.webui);
   EXPECT_EQ(c.api_keys, (std::vector<std::string>{"sk-a", "sk-b"}));
   EXPECT_EQ(c.api_key_file, keys);
   EXPECT_EQ(c.cors_origins, std::vector<std::string>{"*"});
@@ -268,6 +270,35 @@ TEST(ServeConfig, TomlFileForEveryKind) {
   EXPECT_EQ(config->rate_limit_rpm, 30);
   EXPECT_EQ(config->backend.cuda.memory_utilization, 0.5);
   EXPECT_EQ(config->backend.device.to_string(), "cuda:0");
+}
+
+// The chat page is on unless a flag, the environment or the file turns it off; a flag
+// wins over both.
+TEST(ServeConfig, WebUiFromFlagEnvironmentAndToml) {
+  TempDir dir;
+  const std::string off_file = dir.write("off.toml", "webui = false\n");
+  const std::string on_file = dir.write("on.toml", "webui = true\n");
+  Resolve resolve;
+  Expected<ServeConfig> config = resolve({"-m", kModel, "--no-webui"});
+  ASSERT_TRUE(config.ok()) << config.status().message();
+  EXPECT_FALSE(config->webui);
+  EXPECT_EQ(config->sources.at("webui"), "--webui");
+  config = resolve({"-m", kModel, "--config", off_file});
+  ASSERT_TRUE(config.ok()) << config.status().message();
+  EXPECT_FALSE(config->webui);
+  config = resolve({"-m", kModel, "--config", off_file, "--webui"});
+  ASSERT_TRUE(config.ok()) << config.status().message();
+  EXPECT_TRUE(config->webui);
+  resolve.env = {{"PAGODA_WEBUI", "off"}};
+  config = resolve({"-m", kModel});
+  ASSERT_TRUE(config.ok()) << config.status().message();
+  EXPECT_FALSE(config->webui);
+  EXPECT_EQ(config->sources.at("webui"), "PAGODA_WEBUI");
+  config = resolve({"-m", kModel, "--config", on_file});  // the environment beats the file
+  ASSERT_TRUE(config.ok()) << config.status().message();
+  EXPECT_FALSE(config->webui);
+  resolve.env = {{"PAGODA_WEBUI", "maybe"}};
+  EXPECT_FALSE(resolve({"-m", kModel}).ok());
 }
 
 TEST(ServeConfig, ListsAndBooleansOverride) {

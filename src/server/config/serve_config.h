@@ -51,6 +51,7 @@ struct ServeConfig {
   std::chrono::seconds idle_timeout{60};  // keep-alive connection without a request
   std::chrono::seconds read_timeout{30};  // for a request's head and body to arrive
   size_t max_connections = 10000;
+  bool webui = true;               // the chat page at / (web/, embedded)
 
   // Access and limits.
   std::vector<std::string> api_keys;   // empty (and no file): no authentication

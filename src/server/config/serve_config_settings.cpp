@@ -156,6 +156,9 @@ const SettingSpec kSettings[] = {
     {"max-connections", "", SettingKind::kInteger, "INT", "10000", kHttp,
      "Open connections at most; more wait to be accepted",
      [](ServeConfig& c, const Values& v) { return set_integer(c.max_connections, v, 1, 1000000); }},
+    {"webui", "", SettingKind::kBool, "", "on", kHttp,
+     "Serve the chat page at / for a browser (--no-webui: off; the API is unchanged)",
+     [](ServeConfig& c, const Values& v) { return set_bool(c.webui, v); }},
     // Access and limits.
     {"api-key", "", SettingKind::kList, "KEY", "", kAccess,
      "Accept requests with 'Authorization: Bearer KEY' only (repeatable; env: comma-separated)",

@@ -91,6 +91,7 @@ constexpr SectionKey kSectionKeys[] = {
     {"server", "cors_origins", "cors-origin"},
     {"server", "cors_origin", "cors-origin"},
     {"server", "shutdown_grace", "shutdown-grace"},
+    {"server", "webui", "webui"},
     {"model", "path", "model"},
     {"model", "file", "model"},
     {"model", "served_name", "served-model-name"},

@@ -6,7 +6,7 @@
 //   model = "models/SmolLM2-135M-Instruct.Q4_1.gguf"      [server]   host, port, io_threads,
 //   port = 8000                                                      idle_timeout, read_timeout,
 //   max_body_bytes = "16MiB"                                         api_keys, api_key_file,
-//   api-key = ["sk-one", "sk-two"]                                   cors_origins, shutdown_grace
+//   api-key = ["sk-one", "sk-two"]                                   cors_origins, shutdown_grace, webui
 //                                                          [model]    path, served_name,
 //   [cache]                                                           context_length, chat_template
 //   kv_memory = "4GiB"                                     [engine]   device, threads, numerics,

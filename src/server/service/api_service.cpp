@@ -52,7 +52,7 @@ ApiService::ApiService(engine::Engine& engine, const tokenizer::Tokenizer& token
 asio::awaitable<void> ApiService::handle(Exchange& exchange) {
   const HttpRequest& request = exchange.request();
   const std::string_view target(request.target().data(), request.target().size());
-  RouteMatch match = route(request.method(), target);
+  RouteMatch match = route(request.method(), target, options_.web_ui);
   const std::string_view label = metrics_label(match, target_path(target));
   Call call{exchange, std::move(match), Clock::now(), RequestCount(metrics_, label)};
   Handled handled;
@@ -165,6 +165,8 @@ asio::awaitable<ApiService::Handled> ApiService::dispatch(Call& call) {
       co_return co_await health(call);
     case Endpoint::kMetrics:
       co_return co_await metrics(call);
+    case Endpoint::kWebUi:
+      co_return co_await web_ui(call);
   }
   ApiError error = internal_error("no handler for this route");
   co_return co_await respond_error(call, std::move(error));

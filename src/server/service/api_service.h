@@ -7,7 +7,8 @@
 //                   other replies carry the headers, errors included
 //   3. auth         /v1/* only, as vLLM: `Authorization: Bearer <key>` or 401. /health,
 //                   /metrics, /tokenize and /detokenize stay open (probes and scrapers
-//                   carry no key; the last two run no generation)
+//                   carry no key; the last two run no generation), and so does the chat
+//                   page (it asks the user for a key and sends it on its API calls)
 //   4. rate limit   /v1/* only: per API key, or per client address without keys; 429 +
 //                   Retry-After
 //   5. routing      404 for an unknown path, 405 (+ Allow) for a known one with another
@@ -65,6 +66,7 @@ struct ApiServiceOptions {
   // constrained request.
   std::shared_ptr<const grammar::VocabIndex> grammar_vocab;
   size_t grammar_cache_size = 64;  // compiled grammars kept, by GBNF text
+  bool web_ui = true;               // serve the chat page at / (webui/web_assets.h)
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
 };
 
@@ -127,6 +129,7 @@ class ApiService {
   asio::awaitable<Handled> detokenize(Call& call);
   asio::awaitable<Handled> health(Call& call);
   asio::awaitable<Handled> metrics(Call& call);
+  asio::awaitable<Handled> web_ui(Call& call);  // api_service_webui.cpp
 
   // A 404 unless `model` is empty or the served model's name.
   std::optional<ApiError> check_model(const std::string& model) const;

@@ -56,6 +56,8 @@ std::string_view endpoint_label(Endpoint endpoint) {
       return "/health";
     case Endpoint::kMetrics:
       return "/metrics";
+    case Endpoint::kWebUi:
+      return "webui";
   }
   return "";
 }
@@ -85,7 +87,7 @@ std::optional<std::string> percent_decode(std::string_view text) {
   return out;
 }
 
-RouteMatch route(http::verb method, std::string_view target) {
+RouteMatch route(http::verb method, std::string_view target, bool web_ui) {
   const std::string_view path = target_path(target);
   RouteMatch match;
   for (const FixedRoute& fixed : kFixedRoutes) {
@@ -93,6 +95,15 @@ RouteMatch route(http::verb method, std::string_view target) {
     match.path_exists = true;
     match.allow = method_name(fixed.method);
     if (method == fixed.method) match.endpoint = fixed.endpoint;
+    return match;
+  }
+  if (const WebAsset* asset = web_ui ? find_web_asset(path) : nullptr) {
+    match.path_exists = true;
+    match.allow = "GET, HEAD";
+    if (method == http::verb::get || method == http::verb::head) {
+      match.endpoint = Endpoint::kWebUi;
+      match.web_asset = asset;
+    }
     return match;
   }
   if (path.size() > kModelPrefix.size() && path.starts_with(kModelPrefix)) {

@@ -6,6 +6,7 @@
 //   POST /v1/chat/completions   POST /v1/completions   GET /v1/models
 //   GET  /v1/models/{id}        POST /tokenize         POST /detokenize
 //   GET  /health                GET  /metrics
+//   GET  /  /index.html  /<file>   the chat page's files (webui/web_assets.h); HEAD too
 //
 // Model ids may contain '/' ("HuggingFaceTB/SmolLM2-135M-Instruct") and are
 // percent-decoded.
@@ -18,6 +19,8 @@
 #include <string>
 #include <string_view>
 
+#include "server/webui/web_assets.h"
+
 namespace pagoda::server {
 
 enum class Endpoint {
@@ -29,6 +32,7 @@ enum class Endpoint {
   kDetokenize,
   kHealth,
   kMetrics,
+  kWebUi,  // a file of the chat page
 };
 
 // The endpoint's path pattern ("/v1/models/{id}"), used as the metrics label.
@@ -39,9 +43,11 @@ struct RouteMatch {
   std::string model_id;              // kModel: the {id} part, percent-decoded
   bool path_exists = false;          // the path is known (then a method mismatch is a 405)
   std::string_view allow;            // the methods the path accepts, e.g. "GET"
+  const WebAsset* web_asset = nullptr;  // kWebUi: the file
 };
 
-RouteMatch route(boost::beast::http::verb method, std::string_view target);
+// `web_ui` false: the chat page's paths are unknown (404), as with `serve --no-webui`.
+RouteMatch route(boost::beast::http::verb method, std::string_view target, bool web_ui = true);
 
 // The path of a request target: without the query string or fragment.
 std::string_view target_path(std::string_view target);
