@@ -18,7 +18,7 @@
 //
 // Memory: the output is built in memory before it is written (gguf::Writer holds every
 // tensor, then serializes them into one buffer), so the peak is about twice the output
-// file's size on top of the source's mapping; a 1B model in f16 takes about 5 GB.
+// file's size on top of the source's mapping (which the page cache may drop).
 
 #include <cstdint>
 #include <string>

@@ -90,6 +90,13 @@ float error_bound(DType type, float amax) {
       return amax / 15.0f;
     case DType::Q4_0:
       return amax / 7.0f;
+    // The K-quants round sub-block scales (and minimums) to 6 or 8 bits as well: looser.
+    case DType::Q6_K:
+      return amax / 16.0f;
+    case DType::Q5_K:
+      return amax / 8.0f;
+    case DType::Q4_K:
+      return amax / 4.0f;
     default:
       ADD_FAILURE() << "no bound for " << dtype_name(type);
       return 0.0f;
@@ -295,6 +302,44 @@ TEST(QuantizeModel, AFloatSourceIsNotARequantization) {
   const Expected<QuantizationPlan> to_f16 = plan_quantization(quantized, "f16");
   ASSERT_TRUE(to_f16.ok());
   EXPECT_FALSE(to_f16->requantizes);
+}
+
+// GPT-2's fused QKV projection and position embedding under the mix, from a Q8_0 file:
+// attn_qkv gets Q5_K, the position embedding stays as it is, and of 4 layers ffn_down has
+// more bits in layers 2 (every third) and 3 (the last eighth).
+TEST(QuantizeModel, Gpt2FromQ8_0ToQ4_K_MFollowsTheMix) {
+  const std::string path = model_path("rand-gpt2-Q8_0.gguf");
+  PAGODA_SKIP_IF_MISSING(path);
+  const gguf::Reader source = open_or_fail(path);
+  const Expected<QuantizationPlan> plan = plan_quantization(source, "q4_K_M");
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  EXPECT_TRUE(plan->requantizes);
+  TempFile out("gpt2.gguf");
+  ASSERT_TRUE(write_quantized_model(source, *plan, out.path(), 2).ok());
+  const gguf::Reader output = open_or_fail(out.path());
+  const std::map<std::string, DType> types = types_of(output);
+  EXPECT_EQ(types.at("token_embd.weight"), DType::Q4_K);
+  EXPECT_EQ(types.at("output.weight"), DType::Q6_K);
+  EXPECT_EQ(types.at("position_embd.weight"), DType::F32);
+  for (int layer = 0; layer < 4; ++layer) {
+    const std::string block = "blk." + std::to_string(layer) + ".";
+    EXPECT_EQ(types.at(block + "attn_qkv.weight"), DType::Q5_K);
+    EXPECT_EQ(types.at(block + "attn_qkv.bias"), DType::F32);
+    EXPECT_EQ(types.at(block + "attn_output.weight"), DType::Q4_K);
+    EXPECT_EQ(types.at(block + "ffn_up.weight"), DType::Q4_K);
+    EXPECT_EQ(types.at(block + "ffn_down.weight"), layer >= 2 ? DType::Q6_K : DType::Q4_K)
+        << layer;
+  }
+  for (size_t i = 0; i < source.tensors().size(); ++i) {
+    const gguf::TensorInfo& from = source.tensors()[i];
+    const gguf::TensorInfo& to = output.tensors()[i];
+    ASSERT_EQ(to.name, from.name);
+    if (to.type == from.type) {
+      EXPECT_TRUE(std::ranges::equal(to.bytes(), from.bytes())) << from.name;
+    } else {
+      expect_within_rounding(from, to);
+    }
+  }
 }
 
 // The greedy tokens of a model file from BOS through the engine.
