@@ -16,6 +16,7 @@
 
 #include "engine/session.h"
 #include "gguf/reader.h"
+#include "gguf/writer.h"
 #include "model/model.h"
 #include "quant/dequantize.h"
 #include "test_backend.h"
@@ -302,6 +303,21 @@ TEST(QuantizeModel, AFloatSourceIsNotARequantization) {
   const Expected<QuantizationPlan> to_f16 = plan_quantization(quantized, "f16");
   ASSERT_TRUE(to_f16.ok());
   EXPECT_FALSE(to_f16->requantizes);
+}
+
+TEST(QuantizeModel, AMatrixOfATypeWithNoDequantizerIsOneClearError) {
+  gguf::Writer writer;
+  ASSERT_TRUE(writer.set_string("general.architecture", "llama").ok());
+  const std::vector<uint8_t> weights(64 * 32, 1);
+  ASSERT_TRUE(writer.add_tensor("blk.0.attn_q.weight", DType::I8, {64, 32}, weights).ok());
+  const std::vector<uint8_t> bytes = writer.serialize();
+  const Expected<gguf::Reader> source = gguf::Reader::parse(bytes, "int8.gguf");
+  ASSERT_TRUE(source.ok()) << source.status().message();
+  const Expected<QuantizationPlan> plan = plan_quantization(*source, "q8_0");
+  ASSERT_FALSE(plan.ok());
+  EXPECT_EQ(plan.status().message(),
+            "int8.gguf: tensor 'blk.0.attn_q.weight' has type i8, which cannot be converted (no "
+            "dequantizer for it)");
 }
 
 // GPT-2's fused QKV projection and position embedding under the mix, from a Q8_0 file:
