@@ -12,6 +12,7 @@ void add_run_command(CLI::App& app);       // pagoda run -m FILE -p TEXT
 void add_chat_command(CLI::App& app);      // pagoda chat -m FILE
 void add_bench_command(CLI::App& app);     // pagoda bench -m FILE [-p 512] [-n 128]
 void add_mkmodel_command(CLI::App& app);   // pagoda mkmodel -o FILE --arch llama ...
+void add_quantize_command(CLI::App& app);  // pagoda quantize IN OUT TYPE
 void add_bench_serve_command(CLI::App& app);  // pagoda bench-serve --url URL [--concurrency N]
 void add_serve_command(CLI::App& app);     // pagoda serve [-m FILE] [--port 8080] ...
 

@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   pagoda::cli::add_chat_command(app);
   pagoda::cli::add_bench_command(app);
   pagoda::cli::add_mkmodel_command(app);
+  pagoda::cli::add_quantize_command(app);
   pagoda::cli::add_bench_serve_command(app);
   pagoda::cli::add_serve_command(app);
   CLI11_PARSE(app, argc, argv);

@@ -26,6 +26,7 @@ enum class TensorRole {
   kFfnGate,
   kFfnUp,
   kFfnDown,
+  kOtherMatrix,  // a matrix none of the above names (a model read from a file): the base type
   kNorm,  // f32, values near 1
   kBias,  // f32, values near 0
 };

@@ -109,10 +109,21 @@ Expected<WeightScheme> parse_weight_scheme(std::string_view name) {
   const std::optional<uint32_t> file_type = type ? file_type_of(*type) : std::nullopt;
   if (!type || !file_type || !quant::can_quantize(*type)) {
     return invalid_argument("unknown or unsupported weight type '" + std::string(name) +
-                            "' (a type with a quantizer such as f16, q8_0, q4_K, or the mixes "
-                            "q4_K_M, q5_K_M)");
+                            "' (valid: " + weight_scheme_names() + ")");
   }
   return WeightScheme{*type, false, *file_type};
+}
+
+std::string weight_scheme_names() {
+  // Every type in its id order, then the mixes.
+  std::string names;
+  for (uint32_t id = 0; id <= static_cast<uint32_t>(DType::MXFP4); ++id) {
+    const std::optional<DTypeTraits> known = dtype_traits(id);
+    const DType type = static_cast<DType>(id);
+    if (!known || !file_type_of(type) || !quant::can_quantize(type)) continue;
+    names += std::string(known->name) + ", ";
+  }
+  return names + "q4_K_M, q5_K_M";
 }
 
 DType tensor_type(const WeightScheme& scheme, const TensorPlan& tensor, int32_t n_layer,
