@@ -118,6 +118,13 @@ TEST_F(EngineApi, AbortEndsWaitingAndRunningRequestsAndFreesTheirBlocks) {
   const RequestId waiting = add(**engine, greedy(prompt_of(2, 40), 400), sink);
   ASSERT_TRUE(sink->wait_outputs(running, 3));
   EXPECT_GT((*engine)->stats().kv_usage, 0.0);
+  // The stats are published once a step; on a loaded machine the one that shows the
+  // second request queued may come a moment after the outputs (the gate holds the
+  // fourth step, so the published state cannot move past it).
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while ((*engine)->stats().n_waiting != 1 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
   EXPECT_EQ((*engine)->stats().n_waiting, 1);
   (*engine)->abort(waiting);
   (*engine)->abort(running);
