@@ -96,6 +96,8 @@ Expected<server::ApiServiceOptions> service_options(const server::ServeConfig& c
   options.max_priority_boost = config.max_priority_boost;
   options.log_prompts = config.log_prompts;
   options.web_ui = config.webui;
+  options.metrics = config.metrics;
+  options.metrics_path = config.metrics_path;
   return options;
 }
 

@@ -382,6 +382,24 @@ TEST_F(ApiServiceTest, TokenizeAnswersLlamaServerClientsInTheirShape) {
   EXPECT_EQ(text["content"], "Once upon");
 }
 
+TEST_F(ApiServiceTest, MetricsAtTheOperatorsPathOrNowhere) {
+  ApiServiceOptions options;
+  options.metrics_path = "/internal/prom";
+  serve(std::move(options));
+  const TestResponse moved = get("/internal/prom");
+  EXPECT_EQ(moved.status, 200);
+  EXPECT_NE(moved.body.find("pagoda_num_requests_running"), std::string::npos);
+  EXPECT_EQ(get("/metrics").status, 404);
+}
+
+TEST_F(ApiServiceTest, MetricsTurnedOffAre404) {
+  ApiServiceOptions options;
+  options.metrics = false;
+  serve(std::move(options));
+  EXPECT_EQ(get("/metrics").status, 404);
+  EXPECT_EQ(get("/health").status, 200);
+}
+
 TEST_F(ApiServiceTest, UnknownModelIs404AndNAboveTheRunningCapIs400) {
   serve();
   TestResponse response = post("/v1/completions", {{"model", "other"}, {"prompt", "Once"}});

@@ -60,7 +60,7 @@ TEST(Router, UnknownPathsAreNotFound) {
 
 // "/" is the chat page's (web_ui_test.cpp); without it, it is unknown.
 TEST(Router, RootIsUnknownWithoutTheWebUi) {
-  const RouteMatch match = route(http::verb::get, "/", /*web_ui=*/false);
+  const RouteMatch match = route(http::verb::get, "/", {.web_ui = false});
   EXPECT_FALSE(match.endpoint.has_value());
   EXPECT_FALSE(match.path_exists);
 }
@@ -85,6 +85,33 @@ TEST(Router, PercentDecode) {
 TEST(Router, LabelsArePathPatterns) {
   EXPECT_EQ(endpoint_label(Endpoint::kModel), "/v1/models/{id}");
   EXPECT_EQ(endpoint_label(Endpoint::kChatCompletions), "/v1/chat/completions");
+}
+
+TEST(Router, TheMetricsGoWhereTheOperatorPutsThem) {
+  const RouteOptions moved{.metrics_path = "/internal/prometheus"};
+  RouteMatch match = route(http::verb::get, "/internal/prometheus?x=1", moved);
+  ASSERT_TRUE(match.endpoint);
+  EXPECT_EQ(*match.endpoint, Endpoint::kMetrics);
+  EXPECT_FALSE(route(http::verb::get, "/metrics", moved).path_exists);  // not there any more
+  match = route(http::verb::post, "/internal/prometheus", moved);
+  EXPECT_TRUE(match.path_exists);
+  EXPECT_FALSE(match.endpoint);
+  EXPECT_EQ(match.allow, "GET");
+  const RouteMatch off = route(http::verb::get, "/metrics", {.metrics = false});
+  EXPECT_FALSE(off.path_exists);
+  EXPECT_FALSE(off.endpoint);
+}
+
+TEST(Router, AMetricsPathMustBeNewAndAbsolute) {
+  EXPECT_TRUE(check_metrics_path("/prom").ok());
+  EXPECT_TRUE(check_metrics_path("/metrics").ok());
+  EXPECT_EQ(check_metrics_path("metrics").message(),
+            "'metrics' is not an absolute path (it must start with '/')");
+  EXPECT_EQ(check_metrics_path("/health").message(), "'/health' is a path the server already serves");
+  EXPECT_EQ(check_metrics_path("/v1/metrics").message(),
+            "'/v1/metrics' is a path the server already serves");
+  EXPECT_EQ(check_metrics_path("/").message(), "'/' is a path the server already serves");
+  EXPECT_FALSE(check_metrics_path("/m?x").ok());
 }
 
 }  // namespace

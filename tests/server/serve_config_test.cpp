@@ -131,7 +131,8 @@ TEST(ServeConfig, EveryFlag) {
        "0", "--log-format", "json", "--log-level", "debug", "--log-prompts", "--max-model-len",
        "256", "--max-batched-tokens", "128", "--max-running", "8", "--block-size", "32",
        "--kv-cache-type", "q8_0", "--kv-cache-memory", "512MiB", "--no-prefix-caching",
-       "--prefix-cache-eviction", "lfu", "--max-priority-boost", "4"});
+       "--prefix-cache-eviction", "lfu", "--max-priority-boost", "4", "--no-metrics",
+       "--metrics-path", "/prom"});
   ASSERT_TRUE(config.ok()) << config.status().message();
   const ServeConfig& c = *config;
   EXPECT_EQ(c.model_name, "tiny");
@@ -169,6 +170,8 @@ TEST(ServeConfig, EveryFlag) {
   EXPECT_FALSE(c.engine.enable_prefix_cache);
   EXPECT_EQ(c.engine.prefix_cache_eviction, kv::EvictionPolicy::kLfu);
   EXPECT_EQ(c.max_priority_boost, 4);
+  EXPECT_FALSE(c.metrics);
+  EXPECT_EQ(c.metrics_path, "/prom");
   for (const auto& [name, source] : c.sources) {
     EXPECT_EQ(source, "--" + name) << "every setting came from its flag";
   }
@@ -395,7 +398,8 @@ TEST(ServeConfig, TomlSectionsAsAnOperatorWritesThem) {
       "[cache]\nkv_memory = \"1MiB\"\nkv_type = \"f32\"\nprefix_caching = true\neviction_policy = \"fifo\"\n"
       "block_size = 32\n"
       "[logging]\nlevel = \"warn\"\nformat = \"json\"\n"
-      "[limits]\nrate_limit_rpm = 60\nmax_queued = 7\nmax-body-bytes = \"1MiB\"\n");
+      "[limits]\nrate_limit_rpm = 60\nmax_queued = 7\nmax-body-bytes = \"1MiB\"\n"
+      "[metrics]\nenabled = true\npath = \"/internal/metrics\"\n");
   const Expected<ServeConfig> config = Resolve{}({"--config", file});
   ASSERT_TRUE(config.ok()) << config.status().message();
   const ServeConfig& c = *config;
@@ -422,6 +426,8 @@ TEST(ServeConfig, TomlSectionsAsAnOperatorWritesThem) {
   EXPECT_EQ(c.max_body_bytes, 1u << 20);
   EXPECT_EQ(c.sources.at("port"), file + ":3: server.port");
   EXPECT_EQ(c.sources.at("max-body-bytes"), file + ":27: limits.max-body-bytes");
+  EXPECT_TRUE(c.metrics);
+  EXPECT_EQ(c.metrics_path, "/internal/metrics");
 }
 
 TEST(ServeConfig, PrintConfigShowsEveryValueAndItsSource) {
@@ -476,7 +482,9 @@ TEST(ServeConfig, TomlErrorsNameFileLineAndKey) {
   EXPECT_EQ(error_of("[cache]\nkv_memory = 1\n[server]\nmodel = \"x\"\n"),
             f + ":4: unknown setting 'server.model' (see pagoda serve --help)");
   EXPECT_EQ(error_of("\n[cahce]\nkv_memory = 1\n"),
-            f + ":2: unknown section [cahce] (sections: server, model, engine, cache, logging, limits)");
+            f + ":2: unknown section [cahce] (sections: server, model, engine, cache, logging, metrics, limits)");
+  EXPECT_EQ(error_of("[metrics]\npath = \"/health\"\n"),
+            f + ":2: metrics.path: '/health' is a path the server already serves");
   // (toml++ orders keys, so "max-queued" is read first.)
   EXPECT_EQ(error_of("max_queued = 1\nmax-queued = 2\n"),
             f + ":1: max_queued: 'max-queued' is set twice (" + f + ":2: max-queued)");

@@ -228,11 +228,11 @@ TEST(WebRoutes, PageFilesAreGetAndHeadOnly) {
 
 TEST(WebRoutes, OffTheyAreUnknownAndTheApiIsUnchanged) {
   for (const std::string_view path : {"/", "/index.html", "/app.js"}) {
-    const RouteMatch match = route(http::verb::get, path, /*web_ui=*/false);
+    const RouteMatch match = route(http::verb::get, path, {.web_ui = false});
     EXPECT_FALSE(match.endpoint.has_value()) << path;
     EXPECT_FALSE(match.path_exists) << path;
   }
-  const RouteMatch models = route(http::verb::get, "/v1/models", false);
+  const RouteMatch models = route(http::verb::get, "/v1/models", {.web_ui = false});
   ASSERT_TRUE(models.endpoint.has_value());
   EXPECT_EQ(*models.endpoint, Endpoint::kModels);
 }

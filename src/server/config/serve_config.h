@@ -52,6 +52,8 @@ struct ServeConfig {
   std::chrono::seconds read_timeout{30};  // for a request's head and body to arrive
   size_t max_connections = 10000;
   bool webui = true;               // the chat page at / (web/, embedded)
+  bool metrics = true;             // the Prometheus text at metrics_path
+  std::string metrics_path = "/metrics";
 
   // Access and limits.
   std::vector<std::string> api_keys;   // empty (and no file): no authentication

@@ -6,6 +6,7 @@
 #include "server/config/serve_config_values.h"
 #include "server/service/api_keys.h"
 #include "server/service/cors.h"
+#include "server/service/router.h"
 
 namespace pagoda::server {
 namespace {
@@ -159,6 +160,16 @@ const SettingSpec kSettings[] = {
     {"webui", "", SettingKind::kBool, "", "on", kHttp,
      "Serve the chat page at / for a browser (--no-webui: off; the API is unchanged)",
      [](ServeConfig& c, const Values& v) { return set_bool(c.webui, v); }},
+    {"metrics", "", SettingKind::kBool, "", "on", kHttp,
+     "Serve the Prometheus metrics (--no-metrics: off; /health stays)",
+     [](ServeConfig& c, const Values& v) { return set_bool(c.metrics, v); }},
+    {"metrics-path", "", SettingKind::kText, "PATH", "/metrics", kHttp,
+     "Where the Prometheus metrics are served",
+     [](ServeConfig& c, const Values& v) -> Status {
+       PAGODA_TRY(check_metrics_path(v.back()));
+       c.metrics_path = v.back();
+       return Status::ok_status();
+     }},
     // Access and limits.
     {"api-key", "", SettingKind::kList, "KEY", "", kAccess,
      "Accept requests with 'Authorization: Bearer KEY' only (repeatable; env: comma-separated)",

@@ -117,6 +117,9 @@ constexpr SectionKey kSectionKeys[] = {
     {"cache", "eviction_policy", "prefix-cache-eviction"},
     {"cache", "eviction", "prefix-cache-eviction"},
     {"cache", "prefix_cache_eviction", "prefix-cache-eviction"},
+    {"metrics", "enabled", "metrics"},
+    {"metrics", "path", "metrics-path"},
+    {"metrics", "metrics_path", "metrics-path"},
     {"logging", "level", "log-level"},
     {"logging", "log_level", "log-level"},
     {"logging", "format", "log-format"},
@@ -200,7 +203,7 @@ Expected<std::vector<TomlSetting>> parse_toml_settings(std::string_view text, co
     if (!is_section(name)) {
       return invalid_argument(path + ":" + std::to_string(node.source().begin.line) +
                               ": unknown section [" + name +
-                              "] (sections: server, model, engine, cache, logging, limits)");
+                              "] (sections: server, model, engine, cache, logging, metrics, limits)");
     }
     for (const auto& [inner_key, inner] : *section) {
       const std::string inner_name(inner_key.str());

@@ -14,6 +14,7 @@
 //                                                          [cache]    block_size, kv_memory, kv_type,
 //                                                                     prefix_caching, eviction_policy
 //                                                          [logging]  level, format, prompts
+//                                                          [metrics]  enabled, path
 //                                                          [limits]   rate_limit_rpm, max_queued,
 //                                                                     max_body_bytes, max_connections
 // (kSectionKeys in serve_config_toml.cpp is the whole list; a section also takes its

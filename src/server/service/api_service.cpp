@@ -52,7 +52,9 @@ ApiService::ApiService(engine::Engine& engine, const tokenizer::Tokenizer& token
 asio::awaitable<void> ApiService::handle(Exchange& exchange) {
   const HttpRequest& request = exchange.request();
   const std::string_view target(request.target().data(), request.target().size());
-  RouteMatch match = route(request.method(), target, options_.web_ui);
+  RouteMatch match = route(request.method(), target,
+                           {.web_ui = options_.web_ui, .metrics = options_.metrics,
+                            .metrics_path = options_.metrics_path});
   const std::string_view label = metrics_label(match, target_path(target));
   Call call{exchange, std::move(match), Clock::now(), RequestCount(metrics_, label)};
   Handled handled;

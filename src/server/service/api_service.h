@@ -67,6 +67,8 @@ struct ApiServiceOptions {
   std::shared_ptr<const grammar::VocabIndex> grammar_vocab;
   size_t grammar_cache_size = 64;  // compiled grammars kept, by GBNF text
   bool web_ui = true;               // serve the chat page at / (webui/web_assets.h)
+  bool metrics = true;              // serve the Prometheus text
+  std::string metrics_path = "/metrics";  // where (router.h: check_metrics_path)
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
 };
 

@@ -13,14 +13,13 @@ struct FixedRoute {
   Endpoint endpoint;
 };
 
-constexpr std::array<FixedRoute, 7> kFixedRoutes = {{
+constexpr std::array<FixedRoute, 6> kFixedRoutes = {{
     {"/v1/chat/completions", http::verb::post, Endpoint::kChatCompletions},
     {"/v1/completions", http::verb::post, Endpoint::kCompletions},
     {"/v1/models", http::verb::get, Endpoint::kModels},
     {"/tokenize", http::verb::post, Endpoint::kTokenize},
     {"/detokenize", http::verb::post, Endpoint::kDetokenize},
     {"/health", http::verb::get, Endpoint::kHealth},
-    {"/metrics", http::verb::get, Endpoint::kMetrics},
 }};
 
 constexpr std::string_view kModelPrefix = "/v1/models/";
@@ -87,9 +86,29 @@ std::optional<std::string> percent_decode(std::string_view text) {
   return out;
 }
 
-RouteMatch route(http::verb method, std::string_view target, bool web_ui) {
+Status check_metrics_path(std::string_view path) {
+  if (path.empty() || path.front() != '/') {
+    return invalid_argument("'" + std::string(path) + "' is not an absolute path (it must start with '/')");
+  }
+  bool api_path = path == "/" || path.starts_with(kModelPrefix.substr(0, 4)) ||
+                  find_web_asset(path) != nullptr;
+  for (const FixedRoute& fixed : kFixedRoutes) api_path = api_path || fixed.path == path;
+  if (api_path) return invalid_argument("'" + std::string(path) + "' is a path the server already serves");
+  if (path.find_first_of("?#") != std::string_view::npos) {
+    return invalid_argument("'" + std::string(path) + "' holds a query or fragment");
+  }
+  return Status::ok_status();
+}
+
+RouteMatch route(http::verb method, std::string_view target, const RouteOptions& options) {
   const std::string_view path = target_path(target);
   RouteMatch match;
+  if (options.metrics && path == options.metrics_path) {
+    match.path_exists = true;
+    match.allow = "GET";
+    if (method == http::verb::get) match.endpoint = Endpoint::kMetrics;
+    return match;
+  }
   for (const FixedRoute& fixed : kFixedRoutes) {
     if (fixed.path != path) continue;
     match.path_exists = true;
@@ -97,7 +116,7 @@ RouteMatch route(http::verb method, std::string_view target, bool web_ui) {
     if (method == fixed.method) match.endpoint = fixed.endpoint;
     return match;
   }
-  if (const WebAsset* asset = web_ui ? find_web_asset(path) : nullptr) {
+  if (const WebAsset* asset = options.web_ui ? find_web_asset(path) : nullptr) {
     match.path_exists = true;
     match.allow = "GET, HEAD";
     if (method == http::verb::get || method == http::verb::head) {

@@ -19,6 +19,8 @@
 #include <string>
 #include <string_view>
 
+#include "core/status.h"
+
 #include "server/webui/web_assets.h"
 
 namespace pagoda::server {
@@ -46,8 +48,21 @@ struct RouteMatch {
   const WebAsset* web_asset = nullptr;  // kWebUi: the file
 };
 
-// `web_ui` false: the chat page's paths are unknown (404), as with `serve --no-webui`.
-RouteMatch route(boost::beast::http::verb method, std::string_view target, bool web_ui = true);
+// What the operator turned on or moved: with `web_ui` false the chat page's paths are
+// unknown (404), as with `serve --no-webui`; the Prometheus text is at `metrics_path`
+// (`--metrics-path`), or nowhere with `metrics` false (`--no-metrics`).
+struct RouteOptions {
+  bool web_ui = true;
+  bool metrics = true;
+  std::string_view metrics_path = "/metrics";
+};
+
+RouteMatch route(boost::beast::http::verb method, std::string_view target,
+                 const RouteOptions& options = {});
+
+// A path the operator may serve the metrics at: absolute, and none of the API's own
+// paths. Fails with the reason.
+Status check_metrics_path(std::string_view path);
 
 // The path of a request target: without the query string or fragment.
 std::string_view target_path(std::string_view target);
