@@ -17,6 +17,7 @@
 #include "grammar/compiled_grammar.h"
 #include "grammar/gbnf.h"
 #include "grammar/json_schema.h"
+#include "model/model.h"
 #include "stories_fixture.h"
 
 namespace pagoda::engine {
@@ -218,6 +219,57 @@ TEST(GrammarOutputBatched, EveryChoiceOfEveryRequestFollowsTheSchema) {
   EXPECT_GT(distinct.size(), 1u);  // the choices are sampled, not copies
   EXPECT_EQ(results[9].finish, FinishReason::kLength);
   EXPECT_EQ(results[9].text.rfind(", there was a little girl", 0), 0u) << results[9].text;
+}
+
+// Preemption drops a request's KV blocks, not its matcher: a constrained request that
+// was preempted and recomputed gives the text it gives alone.
+TEST(GrammarOutputBatched, PreemptedRequestsKeepTheirGrammarState) {
+  model::LoadOptions load;
+  load.max_batch_tokens = 96;
+  load.max_logit_rows = 16;
+  testing::BatchedModel m = testing::load_batched_model("stories260K.gguf", load);
+  ASSERT_TRUE(m.model && m.tokenizer);
+  Expected<std::string> gbnf = grammar::json_schema_to_gbnf(nlohmann::ordered_json::parse(kPersonSchema));
+  ASSERT_TRUE(gbnf.ok()) << gbnf.status().message();
+  Expected<grammar::Grammar> parsed = grammar::parse_gbnf(*gbnf);
+  ASSERT_TRUE(parsed.ok()) << parsed.status().message();
+  auto compiled = grammar::compile_grammar(*parsed, make_vocab_index(*m.tokenizer));
+  ASSERT_TRUE(compiled.ok()) << compiled.status().message();
+  auto person = std::make_shared<GrammarConstraint>(GrammarConstraint{*compiled, {}});
+
+  std::vector<EngineRequest> requests;
+  for (uint64_t i = 0; i < 12; ++i) {
+    EngineRequest r;
+    r.prompt = m.tokenizer->encode(i % 2 ? "Once upon a time" : "The little dog", true, false);
+    r.sampling.temperature = 1.0f;
+    r.sampling.seed = 500 + i;
+    r.sampling.grammar = person;
+    r.stop.max_tokens = 120;
+    requests.push_back(r);
+  }
+  auto config_with_blocks = [&](int32_t n_blocks, int32_t max_running) {
+    EngineConfig config;
+    config.scheduler = {.max_batched_tokens = 96, .max_running = max_running, .max_model_len = 256};
+    config.kv_memory.bytes = model::kv_cache_shape(m.model->config(), 1, config.block_size).block_bytes() *
+                             static_cast<uint64_t>(n_blocks);
+    return config;
+  };
+  // 20 blocks: one full-length request fits (16), twelve at once do not.
+  std::unique_ptr<Engine> crowded = testing::make_engine(m, config_with_blocks(20, 16));
+  ASSERT_TRUE(crowded);
+  const std::vector<testing::Received> together = testing::run_all(*crowded, requests);
+  EXPECT_GT(crowded->stats().scheduler.n_preemptions, 0);
+  std::unique_ptr<Engine> roomy = testing::make_engine(m, config_with_blocks(16, 1));
+  ASSERT_TRUE(roomy);
+  ASSERT_EQ(together.size(), requests.size());
+  for (size_t i = 0; i < requests.size(); ++i) {
+    SCOPED_TRACE("request " + std::to_string(i));
+    const std::vector<testing::Received> alone = testing::run_all(*roomy, {requests[i]});
+    ASSERT_EQ(alone.size(), 1u);
+    EXPECT_EQ(together[i].text, alone[0].text);
+    EXPECT_EQ(together[i].finish, FinishReason::kStop);
+    expect_person(together[i].text);
+  }
 }
 
 TEST_F(GrammarOutput, AGrammarCompiledForAnotherVocabularyIsRefused) {
