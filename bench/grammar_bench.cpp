@@ -17,8 +17,7 @@
 #include "grammar/gbnf.h"
 #include "grammar/matcher.h"
 #include "grammar/vocab_index.h"
-#include "gguf/reader.h"
-#include "tokenizer/tokenizer.h"
+#include "model_vocab.h"
 
 namespace {
 
@@ -136,22 +135,12 @@ BenchVocab synthetic_vocab(const std::string& doc) {
 const BenchVocab& bench_vocab() {
   static const BenchVocab vocab = [] {
     const std::string doc = document();
-    std::string path = std::string(PAGODA_SOURCE_DIR) + "/models/SmolLM2-135M-Instruct.Q4_1.gguf";
-    if (const char* env = std::getenv("PAGODA_GRAMMAR_BENCH_MODEL")) path = env;
-    auto reader = pagoda::gguf::Reader::open(path);
-    if (reader.ok()) {
-      auto tok = pagoda::tokenizer::Tokenizer::from_gguf(*reader);
-      if (tok.ok()) {
-        std::vector<std::string> bytes(static_cast<size_t>(tok->n_vocab()));
-        for (int32_t id = 0; id < tok->n_vocab(); ++id) {
-          if (!tok->is_control(id)) bytes[id] = std::string(tok->token_to_piece(id));
-        }
-        BenchVocab v;
-        v.index = VocabIndex::create(std::move(bytes), tok->eog_tokens());
-        v.doc_tokens = tok->encode(doc, false, false);
-        v.real = true;
-        return v;
-      }
+    if (std::optional<ModelVocab> model = load_model_vocab()) {
+      BenchVocab v;
+      v.index = model->index;
+      v.doc_tokens = model->tokenizer->encode(doc, false, false);
+      v.real = true;
+      return v;
     }
     return synthetic_vocab(doc);
   }();

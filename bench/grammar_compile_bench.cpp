@@ -2,7 +2,8 @@
 // (json_schema_to_gbnf), the text to a grammar (parse_gbnf), and the grammar compiled
 // against a vocabulary (compile_grammar), for a 50-property object schema (strings,
 // bounded integers, numbers, booleans, enums, formats, patterns, arrays, nested objects)
-// and a synthetic 49152-token byte-level vocabulary.
+// and a synthetic 49152-token byte-level vocabulary, and the default model's real one
+// (model_vocab.h) where it is present.
 
 #include <benchmark/benchmark.h>
 
@@ -15,6 +16,7 @@
 #include "grammar/gbnf.h"
 #include "grammar/json_schema.h"
 #include "grammar/vocab_index.h"
+#include "model_vocab.h"
 
 namespace {
 
@@ -163,6 +165,31 @@ void BM_SchemaToCompiledGrammar(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_SchemaToCompiledGrammar)->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond);
+
+// The same with the default model's vocabulary (SmolLM2's 49152 tokens).
+void BM_SchemaToCompiledGrammarModelVocab(benchmark::State& state) {
+  static const std::optional<ModelVocab> model = load_model_vocab();
+  if (!model) {
+    state.SkipWithError("no model file: models/SmolLM2-135M-Instruct.Q4_1.gguf (or PAGODA_GRAMMAR_BENCH_MODEL)");
+    return;
+  }
+  for (auto _ : state) {
+    auto text = json_schema_to_gbnf(fifty_property_schema(state.range(0) != 0));
+    auto grammar = parse_gbnf(*text);
+    if (!grammar.ok()) {
+      state.SkipWithError(grammar.status().message().c_str());
+      break;
+    }
+    auto compiled = compile_grammar(*grammar, model->index);
+    if (!compiled.ok()) {
+      state.SkipWithError(compiled.status().message().c_str());
+      break;
+    }
+    state.counters["positions"] = (*compiled)->stats().n_positions;
+    state.counters["uncertain"] = static_cast<double>((*compiled)->stats().n_uncertain);
+  }
+}
+BENCHMARK(BM_SchemaToCompiledGrammarModelVocab)->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 
