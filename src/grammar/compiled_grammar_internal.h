@@ -8,6 +8,7 @@
 // arena). Expanding a reference pushes the position after it, unless that position is
 // an alternative's end (so right recursion does not grow the stack).
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -43,6 +44,17 @@ struct PositionTokens {
   std::vector<uint32_t> accepted_bits;    // bitmask_words(n_vocab) words, or empty
   std::vector<int32_t> uncertain;         // indices into VocabIndex::sorted_tokens(), ascending
 };
+
+// A 64-bit finalizer (MurmurHash3's fmix64): every input bit reaches every output bit.
+// Hashes of stacks (pda.cpp) and position signatures (position_signature.h).
+inline uint64_t mix64(uint64_t h) {
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdULL;
+  h ^= h >> 33;
+  h *= 0xc4ceb9fe1a85ec53ULL;
+  h ^= h >> 33;
+  return h;
+}
 
 // Parent values below a stack's lowest node.
 constexpr int32_t kBottom = -1;  // the grammar's root: popping it ends the sentence
@@ -126,6 +138,8 @@ class Stepper {
   void dedupe(std::vector<Top>& tops) const;
 
  private:
+  // Clears `out` and the visited set, and refills the step's budgets.
+  void begin_step(StepResult& out);
   bool visit(uint64_t key);  // false when already visited in this step
   bool visit_hashed(uint64_t key);
   int32_t push_node(uint32_t pos, int32_t parent);

@@ -19,15 +19,6 @@ constexpr uint32_t make_partial(uint32_t value, uint32_t remaining, uint32_t len
 constexpr uint32_t kMinForLength[5] = {0, 0, 0x80, 0x800, 0x10000};
 constexpr uint32_t kMaxForLength[5] = {0, 0x7F, 0x7FF, 0xFFFF, 0x10FFFF};
 
-inline uint64_t mix(uint64_t h) {
-  h ^= h >> 33;
-  h *= 0xff51afd7ed558ccdULL;
-  h ^= h >> 33;
-  h *= 0xc4ceb9fe1a85ec53ULL;
-  h ^= h >> 33;
-  return h;
-}
-
 }  // namespace
 
 bool CharClassData::contains_any(uint32_t lo, uint32_t hi) const {
@@ -37,7 +28,7 @@ bool CharClassData::contains_any(uint32_t lo, uint32_t hi) const {
   return it != ranges.end() && it->first <= hi;
 }
 
-void Stepper::initial(StepResult& out) {
+void Stepper::begin_step(StepResult& out) {
   out.clear();
   ++gen_;
   visited_count_ = 0;
@@ -45,6 +36,10 @@ void Stepper::initial(StepResult& out) {
   spilled_ = false;
   budget_ = max_closure_steps_;
   local_budget_ = kLocalMaxClosureSteps;
+}
+
+void Stepper::initial(StepResult& out) {
+  begin_step(out);
   for (uint32_t s : g_->alt_starts[g_->root]) closure(s, kBottom, 0, out);
   if (static_cast<int32_t>(out.tops.size()) > max_stacks_) out.overflow = true;
   dedupe(out.tops);
@@ -83,7 +78,7 @@ bool Stepper::visit_hashed(uint64_t key) {
     for (uint64_t k : old_keys) visit_hashed(k);
   }
   const size_t mask = visited_.size() - 1;
-  for (size_t i = mix(key) & mask;; i = (i + 1) & mask) {
+  for (size_t i = mix64(key) & mask;; i = (i + 1) & mask) {
     if (visited_gen_[i] != gen_) {
       visited_gen_[i] = gen_;
       visited_[i] = key;
@@ -98,7 +93,7 @@ int32_t Stepper::push_node(uint32_t pos, int32_t parent) {
   const uint64_t below = parent >= 0 ? (*nodes_)[parent].hash : static_cast<uint64_t>(static_cast<int64_t>(parent));
   const uint32_t depth = parent >= 0 ? (*nodes_)[parent].depth + 1 : 1;
   max_depth_ = std::max(max_depth_, depth);
-  nodes_->push_back(Node{pos, parent, depth, mix(below * 0x9E3779B97F4A7C15ULL + pos + 1)});
+  nodes_->push_back(Node{pos, parent, depth, mix64(below * 0x9E3779B97F4A7C15ULL + pos + 1)});
   return static_cast<int32_t>(nodes_->size()) - 1;
 }
 
@@ -156,13 +151,7 @@ void Stepper::closure(uint32_t start, int32_t start_parent, uint32_t start_flags
 }
 
 void Stepper::step(const std::vector<Top>& in, uint8_t byte, StepResult& out) {
-  out.clear();
-  ++gen_;
-  visited_count_ = 0;
-  small_n_ = 0;
-  spilled_ = false;
-  budget_ = max_closure_steps_;
-  local_budget_ = kLocalMaxClosureSteps;
+  begin_step(out);
   for (const Top& t : in) {
     const CharClassData& cls = g_->classes[g_->positions[t.pos].arg];
     if (t.partial == 0) {
@@ -259,7 +248,7 @@ void Stepper::dedupe(std::vector<Top>& tops) const {
   size_t out = 0;
   for (size_t i = 0; i < n; ++i) {
     const Top t = tops[i];
-    const uint64_t h = mix(top_hash(t) ^ (uint64_t{t.pos} << 20) ^ (uint64_t{t.partial} << 1) ^ t.flags);
+    const uint64_t h = mix64(top_hash(t) ^ (uint64_t{t.pos} << 20) ^ (uint64_t{t.partial} << 1) ^ t.flags);
     bool dup = false;
     size_t slot = h & (cap - 1);
     for (; table[slot] >= 0; slot = (slot + 1) & (cap - 1)) {
