@@ -1,78 +1,22 @@
 #include "server/config/serve_config.h"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <filesystem>
-#include <fstream>
-#include <map>
 #include <string>
 #include <vector>
 
 #include "core/thread_pool.h"
 #include "server/config/serve_config_settings.h"
-#include "test_data.h"
+#include "serve_config_test_util.h"
 
 namespace pagoda::server {
 namespace {
 
-const std::string kModel = pagoda::testing::model_path("stories260K.gguf");
-const std::string kOtherModel = pagoda::testing::model_path("stories260K-Q8_0.gguf");
-
-// A scratch directory for config and key files, removed at the end of the test.
-class TempDir {
- public:
-  TempDir()
-      : path_(std::filesystem::temp_directory_path() /
-              ("pagoda_serve_config_" + std::to_string(getpid()) + "_" + std::to_string(counter_++))) {
-    std::filesystem::create_directories(path_);
-  }
-  ~TempDir() { std::filesystem::remove_all(path_); }
-  std::string write(const std::string& name, const std::string& text) const {
-    const std::filesystem::path file = path_ / name;
-    std::filesystem::create_directories(file.parent_path());
-    std::ofstream(file) << text;
-    return file.string();
-  }
-  const std::filesystem::path& path() const { return path_; }
-
- private:
-  static inline int counter_ = 0;
-  std::filesystem::path path_;
-};
-
-// `pagoda serve ARGS` parsed by CLI11 and resolved with a fake environment.
-struct Resolve {
-  std::map<std::string, std::string> env;
-
-  Expected<ServeConfig> operator()(std::vector<std::string> args) const {
-    CLI::App app;
-    CLI::App* serve = app.add_subcommand("serve");
-    ServeOptions raw;
-    add_serve_options(*serve, raw);
-    args.insert(args.begin(), {"pagoda", "serve"});
-    std::vector<char*> argv;
-    for (std::string& a : args) argv.push_back(a.data());
-    try {
-      app.parse(static_cast<int>(argv.size()), argv.data());
-    } catch (const CLI::ParseError& e) {
-      return invalid_argument(std::string("CLI11: ") + e.what());
-    }
-    const EnvLookup lookup = [this](std::string_view name) -> std::optional<std::string> {
-      const auto it = env.find(std::string(name));
-      if (it == env.end()) return std::nullopt;
-      return it->second;
-    };
-    return resolve_serve_config(*serve, raw, lookup);
-  }
-
-  // The error message of a resolve that must fail.
-  std::string error(std::vector<std::string> args) const {
-    const Expected<ServeConfig> config = (*this)(std::move(args));
-    EXPECT_FALSE(config.ok());
-    return config.ok() ? "<resolved>" : config.status().message();
-  }
-};
+using testing::kModel;
+using testing::kOtherModel;
+using testing::Resolve;
+using testing::TempDir;
 
 TEST(ServeConfig, Defaults) {
   const Expected<ServeConfig> config = Resolve{}({"-m", kModel});
@@ -240,43 +184,6 @@ TEST(ServeConfig, EnvironmentForEveryKind) {
   EXPECT_EQ(config->sources.at("api-key"), "PAGODA_API_KEY");
 }
 
-TEST(ServeConfig, TomlFileForEveryKind) {
-  TempDir dir;
-  const std::string file = dir.write(
-      "serve.toml",
-      "# pagoda serve settings\n"
-      "model = \"" + kModel + "\"\n"
-      "served_model_name = \"story\"\n"
-      "api-key = [\"sk-a\", \"sk-b\"]\n"
-      "cors_origin = \"*\"\n"
-      "max_body_bytes = \"64KiB\"\n"
-      "kv_cache_memory = 1048576\n"
-      "log_prompts = true\n"
-      "prefix-caching = false\n"
-      "kv_cache_type = \"f32\"\n"
-      "prefix_cache_eviction = \"fifo\"\n"
-      "gpu_memory_utilization = 0.5\n"
-      "device = \"cuda\"\n"
-      "rate_limit_rpm = 30\n");
-  const Expected<ServeConfig> config = Resolve{}({"--config", file});
-  ASSERT_TRUE(config.ok()) << config.status().message();
-  EXPECT_EQ(config->model_path, kModel);
-  EXPECT_EQ(config->model_name, "story");
-  EXPECT_EQ(config->api_keys, (std::vector<std::string>{"sk-a", "sk-b"}));
-  EXPECT_EQ(config->cors_origins, std::vector<std::string>{"*"});
-  EXPECT_EQ(config->max_body_bytes, 64u << 10);
-  EXPECT_EQ(config->engine.kv_memory.bytes, std::optional<uint64_t>(1u << 20));
-  EXPECT_TRUE(config->log_prompts);
-  EXPECT_FALSE(config->engine.enable_prefix_cache);
-  EXPECT_EQ(config->engine.kv_type, DType::F32);
-  EXPECT_EQ(config->engine.prefix_cache_eviction, kv::EvictionPolicy::kFifo);
-  EXPECT_EQ(config->rate_limit_rpm, 30);
-  EXPECT_EQ(config->backend.cuda.memory_utilization, 0.5);
-  EXPECT_EQ(config->backend.device.to_string(), "cuda:0");
-}
-
-// The chat page is on unless a flag, the environment or the file turns it off; a flag
-// wins over both.
 TEST(ServeConfig, WebUiFromFlagEnvironmentAndToml) {
   TempDir dir;
   const std::string off_file = dir.write("off.toml", "webui = false\n");
@@ -385,114 +292,6 @@ TEST(ServeConfig, EnvironmentErrorsNameTheVariable) {
   // A bad value in a source that loses is never looked at.
   resolve.env = {{"PAGODA_PORT", "http"}};
   EXPECT_TRUE(resolve({"-m", kModel, "--port", "1"}).ok());
-}
-
-TEST(ServeConfig, TomlSectionsAsAnOperatorWritesThem) {
-  TempDir dir;
-  const std::string file = dir.write(
-      "serve.toml",
-      "[server]\nhost = \"0.0.0.0\"\nport = 9100\napi_keys = [\"k1\", \"k2\"]\ncors_origins = [\"*\"]\n"
-      "idle_timeout = 5\n"
-      "[model]\npath = \"" + std::string(kModel) + "\"\nserved_name = \"story\"\ncontext_length = 128\n"
-      "[engine]\nmax_batched_tokens = 64\nmax_running = 4\nthreads = 1\n"
-      "[cache]\nkv_memory = \"1MiB\"\nkv_type = \"f32\"\nprefix_caching = true\neviction_policy = \"fifo\"\n"
-      "block_size = 32\n"
-      "[logging]\nlevel = \"warn\"\nformat = \"json\"\n"
-      "[limits]\nrate_limit_rpm = 60\nmax_queued = 7\nmax-body-bytes = \"1MiB\"\n"
-      "[metrics]\nenabled = true\npath = \"/internal/metrics\"\n");
-  const Expected<ServeConfig> config = Resolve{}({"--config", file});
-  ASSERT_TRUE(config.ok()) << config.status().message();
-  const ServeConfig& c = *config;
-  EXPECT_EQ(c.host, "0.0.0.0");
-  EXPECT_EQ(c.port, 9100);
-  EXPECT_EQ(c.api_keys, (std::vector<std::string>{"k1", "k2"}));
-  EXPECT_EQ(c.cors_origins, std::vector<std::string>{"*"});
-  EXPECT_EQ(c.idle_timeout, std::chrono::seconds(5));
-  EXPECT_EQ(c.model_path, kModel);
-  EXPECT_EQ(c.model_name, "story");
-  EXPECT_EQ(c.engine.scheduler.max_model_len, 128);
-  EXPECT_EQ(c.engine.scheduler.max_batched_tokens, 64);
-  EXPECT_EQ(c.engine.scheduler.max_running, 4);
-  EXPECT_EQ(c.backend.cpu.n_threads, 1);
-  EXPECT_EQ(c.engine.kv_memory.bytes, std::optional<uint64_t>(1u << 20));
-  EXPECT_EQ(c.engine.kv_type, DType::F32);
-  EXPECT_TRUE(c.engine.enable_prefix_cache);
-  EXPECT_EQ(c.engine.prefix_cache_eviction, kv::EvictionPolicy::kFifo);
-  EXPECT_EQ(c.engine.block_size, 32);
-  EXPECT_EQ(c.log_level, spdlog::level::warn);
-  EXPECT_EQ(c.log_format, LogFormat::kJson);
-  EXPECT_EQ(c.rate_limit_rpm, 60);
-  EXPECT_EQ(c.max_queued, 7);
-  EXPECT_EQ(c.max_body_bytes, 1u << 20);
-  EXPECT_EQ(c.sources.at("port"), file + ":3: server.port");
-  EXPECT_EQ(c.sources.at("max-body-bytes"), file + ":27: limits.max-body-bytes");
-  EXPECT_TRUE(c.metrics);
-  EXPECT_EQ(c.metrics_path, "/internal/metrics");
-}
-
-TEST(ServeConfig, PrintConfigShowsEveryValueAndItsSource) {
-  TempDir dir;
-  const std::string file = dir.write("serve.toml", "[cache]\nkv_memory = \"2MiB\"\n");
-  Resolve resolve;
-  resolve.env = {{"PAGODA_PORT", "9300"}};
-  const Expected<ServeConfig> config = resolve(
-      {"-m", kModel, "--config", file, "--api-key", "sk-secret", "--no-prefix-caching", "-t", "2",
-       "--cors-origin", "http://a", "--cors-origin", "http://b:1"});
-  ASSERT_TRUE(config.ok()) << config.status().message();
-  const std::string printed = print_serve_config(*config);
-  auto line_of = [&](const std::string& start) {
-    const size_t at = printed.find("\n" + start);
-    EXPECT_NE(at, std::string::npos) << start << " in\n" << printed;
-    if (at == std::string::npos) return std::string();
-    return printed.substr(at + 1, printed.find('\n', at + 1) - at - 1);
-  };
-  EXPECT_EQ(line_of("model ="), "model = \"" + std::string(kModel) + "\"  # --model");
-  EXPECT_EQ(line_of("port ="), "port = 9300  # PAGODA_PORT");
-  EXPECT_EQ(line_of("host ="), "host = \"127.0.0.1\"  # default");
-  EXPECT_EQ(line_of("kv-cache-memory ="), "kv-cache-memory = \"2MiB\"  # " + file + ":2: cache.kv_memory");
-  EXPECT_EQ(line_of("prefix-caching ="), "prefix-caching = false  # --prefix-caching");
-  EXPECT_EQ(line_of("threads ="), "threads = 2  # --threads");
-  EXPECT_EQ(line_of("cors-origin ="), "cors-origin = [\"http://a\", \"http://b:1\"]  # --cors-origin");
-  EXPECT_EQ(line_of("# api-key"), "# api-key: 1 key(s), not shown  # --api-key");
-  EXPECT_EQ(printed.find("sk-secret"), std::string::npos);
-  // Every setting has its line.
-  for (const SettingSpec& spec : serve_settings()) {
-    EXPECT_NE(printed.find(std::string(spec.name)), std::string::npos) << spec.name;
-  }
-}
-
-TEST(ServeConfig, TomlErrorsNameFileLineAndKey) {
-  TempDir dir;
-  const Resolve resolve;
-  auto error_of = [&](const std::string& text) {
-    return resolve.error({"-m", kModel, "--config", dir.write("serve.toml", text)});
-  };
-  const std::string f = (dir.path() / "serve.toml").string();
-  EXPECT_EQ(error_of("host = \"a\"\nport = 70000\n"), f + ":2: port: 70000 is out of range 0..65535");
-  EXPECT_EQ(error_of("\n\nport = \"8080\"\n"), f + ":3: port: expected an integer, got a string");
-  EXPECT_EQ(error_of("log_prompts = \"yes\"\n"), f + ":1: log_prompts: expected true or false, got a string");
-  EXPECT_EQ(error_of("api_key = [\"a\", 2]\n"), f + ":1: api_key: expected an array of strings, got an integer");
-  EXPECT_EQ(error_of("kv_cache_memory = 1.5\n"),
-            f + ":1: kv_cache_memory: expected an integer or a string such as \"4GiB\", got a float");
-  EXPECT_EQ(error_of("gpu_memory_utilization = \"high\"\n"),
-            f + ":1: gpu_memory_utilization: expected a number, got a string");
-  EXPECT_EQ(error_of("prot = 80\n"), f + ":1: unknown setting 'prot' (see pagoda serve --help)");
-  EXPECT_EQ(error_of("[engine]\nblock_size = 8\n"),
-            f + ":2: unknown setting 'engine.block_size' (see pagoda serve --help)");
-  EXPECT_EQ(error_of("[cache]\nkv_memory = 1\n[server]\nmodel = \"x\"\n"),
-            f + ":4: unknown setting 'server.model' (see pagoda serve --help)");
-  EXPECT_EQ(error_of("\n[cahce]\nkv_memory = 1\n"),
-            f + ":2: unknown section [cahce] (sections: server, model, engine, cache, logging, metrics, limits)");
-  EXPECT_EQ(error_of("[metrics]\npath = \"/health\"\n"),
-            f + ":2: metrics.path: '/health' is a path the server already serves");
-  // (toml++ orders keys, so "max-queued" is read first.)
-  EXPECT_EQ(error_of("max_queued = 1\nmax-queued = 2\n"),
-            f + ":1: max_queued: 'max-queued' is set twice (" + f + ":2: max-queued)");
-  EXPECT_EQ(error_of("port = 1\n[server]\nport = 2\n"),
-            f + ":3: server.port: 'port' is set twice (" + f + ":1: port)");
-  const std::string syntax = error_of("port = 80\nhost = \n");
-  EXPECT_EQ(syntax.rfind(f + ":2:", 0), 0u) << syntax;
-  EXPECT_NE(syntax.find("TOML syntax error"), std::string::npos) << syntax;
 }
 
 TEST(ServeConfig, CommandLineErrorsComeFromCli11) {
