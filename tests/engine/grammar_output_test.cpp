@@ -23,6 +23,20 @@
 namespace pagoda::engine {
 namespace {
 
+// `gbnf` compiled for `vocab` into a constraint (null, with a test failure, on an error).
+std::shared_ptr<const GrammarConstraint> compile_constraint(
+    const std::string& gbnf, std::shared_ptr<const grammar::VocabIndex> vocab,
+    std::vector<std::string> triggers = {}) {
+  Expected<grammar::Grammar> parsed = grammar::parse_gbnf(gbnf);
+  EXPECT_TRUE(parsed.ok()) << parsed.status().message();
+  if (!parsed.ok()) return nullptr;
+  auto compiled = grammar::compile_grammar(*parsed, std::move(vocab));
+  EXPECT_TRUE(compiled.ok()) << compiled.status().message();
+  if (!compiled.ok()) return nullptr;
+  return std::make_shared<GrammarConstraint>(
+      GrammarConstraint{std::move(compiled).value(), std::move(triggers)});
+}
+
 class GrammarOutput : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -33,14 +47,7 @@ class GrammarOutput : public ::testing::Test {
 
   std::shared_ptr<const GrammarConstraint> constraint(const std::string& gbnf,
                                                       std::vector<std::string> triggers = {}) {
-    Expected<grammar::Grammar> parsed = grammar::parse_gbnf(gbnf);
-    EXPECT_TRUE(parsed.ok()) << parsed.status().message();
-    if (!parsed.ok()) return nullptr;
-    auto compiled = grammar::compile_grammar(*parsed, vocab_);
-    EXPECT_TRUE(compiled.ok()) << compiled.status().message();
-    if (!compiled.ok()) return nullptr;
-    return std::make_shared<GrammarConstraint>(
-        GrammarConstraint{std::move(compiled).value(), std::move(triggers)});
+    return compile_constraint(gbnf, vocab_, std::move(triggers));
   }
 
   EngineRequest request(const std::string& prompt, int32_t max_tokens) const {
@@ -86,6 +93,13 @@ void expect_person(const std::string& text) {
   EXPECT_GE(value["age"].get<int64_t>(), 0) << text;
   EXPECT_LE(value["age"].get<int64_t>(), 120) << text;
   ASSERT_TRUE(value.contains("happy") && value["happy"].is_boolean()) << text;
+}
+
+// kPersonSchema as GBNF (empty, with a test failure, on an error).
+std::string person_gbnf() {
+  Expected<std::string> gbnf = grammar::json_schema_to_gbnf(nlohmann::ordered_json::parse(kPersonSchema));
+  EXPECT_TRUE(gbnf.ok()) << gbnf.status().message();
+  return gbnf.ok() ? *gbnf : std::string();
 }
 
 TEST_F(GrammarOutput, GreedyFollowsTheGrammarAndACompleteGrammarStops) {
@@ -153,9 +167,7 @@ TEST_F(GrammarOutput, LogprobsAreTheRawModelsNotTheMasked) {
 }
 
 TEST_F(GrammarOutput, SampledJsonFollowsTheSchemaForEverySeed) {
-  Expected<std::string> gbnf = grammar::json_schema_to_gbnf(nlohmann::ordered_json::parse(kPersonSchema));
-  ASSERT_TRUE(gbnf.ok()) << gbnf.status().message();
-  const auto person = constraint(*gbnf);
+  const auto person = constraint(person_gbnf());
   ASSERT_TRUE(person);
   for (uint64_t seed = 1; seed <= 8; ++seed) {
     EngineRequest r = request("Once upon a time", 200);
@@ -175,13 +187,8 @@ TEST(GrammarOutputBatched, EveryChoiceOfEveryRequestFollowsTheSchema) {
   load.max_logit_rows = 16;
   testing::BatchedModel m = testing::load_batched_model("stories260K.gguf", load);
   ASSERT_TRUE(m.model && m.tokenizer);
-  Expected<std::string> gbnf = grammar::json_schema_to_gbnf(nlohmann::ordered_json::parse(kPersonSchema));
-  ASSERT_TRUE(gbnf.ok()) << gbnf.status().message();
-  Expected<grammar::Grammar> parsed = grammar::parse_gbnf(*gbnf);
-  ASSERT_TRUE(parsed.ok()) << parsed.status().message();
-  auto compiled = grammar::compile_grammar(*parsed, make_vocab_index(*m.tokenizer));
-  ASSERT_TRUE(compiled.ok()) << compiled.status().message();
-  auto person = std::make_shared<GrammarConstraint>(GrammarConstraint{*compiled, {}});
+  const auto person = compile_constraint(person_gbnf(), make_vocab_index(*m.tokenizer));
+  ASSERT_TRUE(person);
 
   EngineConfig config;
   config.scheduler.max_batched_tokens = 256;
@@ -229,13 +236,8 @@ TEST(GrammarOutputBatched, PreemptedRequestsKeepTheirGrammarState) {
   load.max_logit_rows = 16;
   testing::BatchedModel m = testing::load_batched_model("stories260K.gguf", load);
   ASSERT_TRUE(m.model && m.tokenizer);
-  Expected<std::string> gbnf = grammar::json_schema_to_gbnf(nlohmann::ordered_json::parse(kPersonSchema));
-  ASSERT_TRUE(gbnf.ok()) << gbnf.status().message();
-  Expected<grammar::Grammar> parsed = grammar::parse_gbnf(*gbnf);
-  ASSERT_TRUE(parsed.ok()) << parsed.status().message();
-  auto compiled = grammar::compile_grammar(*parsed, make_vocab_index(*m.tokenizer));
-  ASSERT_TRUE(compiled.ok()) << compiled.status().message();
-  auto person = std::make_shared<GrammarConstraint>(GrammarConstraint{*compiled, {}});
+  const auto person = compile_constraint(person_gbnf(), make_vocab_index(*m.tokenizer));
+  ASSERT_TRUE(person);
 
   std::vector<EngineRequest> requests;
   for (uint64_t i = 0; i < 12; ++i) {
@@ -273,13 +275,10 @@ TEST(GrammarOutputBatched, PreemptedRequestsKeepTheirGrammarState) {
 }
 
 TEST_F(GrammarOutput, AGrammarCompiledForAnotherVocabularyIsRefused) {
-  auto other = grammar::VocabIndex::create({"a", "b"}, {});
-  Expected<grammar::Grammar> parsed = grammar::parse_gbnf(R"(root ::= "a")");
-  ASSERT_TRUE(parsed.ok());
-  auto compiled = grammar::compile_grammar(*parsed, other);
-  ASSERT_TRUE(compiled.ok());
   EngineRequest r = request("Once", 4);
-  r.sampling.grammar = std::make_shared<GrammarConstraint>(GrammarConstraint{*compiled, {}});
+  r.sampling.grammar =
+      compile_constraint(R"(root ::= "a")", grammar::VocabIndex::create({"a", "b"}, {}));
+  ASSERT_TRUE(r.sampling.grammar);
   std::unique_ptr<Session> session = testing::make_session(loaded_, 64);
   ASSERT_TRUE(session);
   const Expected<GenerationResult> result = session->generate(r, nullptr);
