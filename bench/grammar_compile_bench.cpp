@@ -143,10 +143,10 @@ void BM_CompileGrammar(benchmark::State& state) {
 }
 BENCHMARK(BM_CompileGrammar)->Unit(benchmark::kMillisecond);
 
-// The three together: what a request with a new schema waits for. Argument: 1 with the
-// maxLength bounds, 0 without.
-void BM_SchemaToCompiledGrammar(benchmark::State& state) {
-  const auto vocab = synthetic_vocab();
+// The three together: what a request with a new schema waits for, against `vocab`.
+// Argument: 1 with the maxLength bounds, 0 without.
+void schema_to_compiled_grammar(benchmark::State& state,
+                                const std::shared_ptr<const VocabIndex>& vocab) {
   for (auto _ : state) {
     auto text = json_schema_to_gbnf(fifty_property_schema(state.range(0) != 0));
     auto grammar = parse_gbnf(*text);
@@ -164,6 +164,10 @@ void BM_SchemaToCompiledGrammar(benchmark::State& state) {
     state.counters["uncertain"] = static_cast<double>((*compiled)->stats().n_uncertain);
   }
 }
+
+void BM_SchemaToCompiledGrammar(benchmark::State& state) {
+  schema_to_compiled_grammar(state, synthetic_vocab());
+}
 BENCHMARK(BM_SchemaToCompiledGrammar)->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond);
 
 // The same with the default model's vocabulary (SmolLM2's 49152 tokens).
@@ -173,21 +177,7 @@ void BM_SchemaToCompiledGrammarModelVocab(benchmark::State& state) {
     state.SkipWithError("no model file: models/SmolLM2-135M-Instruct.Q4_1.gguf (or PAGODA_GRAMMAR_BENCH_MODEL)");
     return;
   }
-  for (auto _ : state) {
-    auto text = json_schema_to_gbnf(fifty_property_schema(state.range(0) != 0));
-    auto grammar = parse_gbnf(*text);
-    if (!grammar.ok()) {
-      state.SkipWithError(grammar.status().message().c_str());
-      break;
-    }
-    auto compiled = compile_grammar(*grammar, model->index);
-    if (!compiled.ok()) {
-      state.SkipWithError(compiled.status().message().c_str());
-      break;
-    }
-    state.counters["positions"] = (*compiled)->stats().n_positions;
-    state.counters["uncertain"] = static_cast<double>((*compiled)->stats().n_uncertain);
-  }
+  schema_to_compiled_grammar(state, model->index);
 }
 BENCHMARK(BM_SchemaToCompiledGrammarModelVocab)->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond);
 
