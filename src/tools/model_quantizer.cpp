@@ -6,12 +6,12 @@
 #include "gguf/writer.h"
 #include "quant/dequantize.h"
 #include "quant/quantize.h"
+#include "tools/quantize_rows.h"
 #include "tools/tensor_role.h"
 
 namespace pagoda::tools {
 namespace {
 
-constexpr int64_t kValuesPerTask = 1 << 18;  // rows are handed out in tasks of about this many values
 
 bool is_float(DType type) {
   return type == DType::F32 || type == DType::F16 || type == DType::BF16;
@@ -31,30 +31,13 @@ Expected<std::vector<uint8_t>> convert_tensor(const gguf::TensorInfo& tensor, DT
   const int64_t row = tensor.shape.empty() ? 1 : tensor.shape[0];
   const int64_t n_rows = row == 0 ? 0 : tensor.n_elements() / row;
   const size_t source_row_bytes = static_cast<size_t>(row_bytes(tensor.type, row));
-  const size_t target_row_bytes = static_cast<size_t>(row_bytes(target, row));
-  std::vector<uint8_t> bytes(target_row_bytes * static_cast<size_t>(n_rows));
-  const int64_t rows_per_task = std::max<int64_t>(1, kValuesPerTask / std::max<int64_t>(row, 1));
-  const int64_t n_tasks = (n_rows + rows_per_task - 1) / rows_per_task;
-  std::vector<std::vector<float>> scratch(static_cast<size_t>(pool.size()));
-  std::vector<Status> failures(static_cast<size_t>(pool.size()));
-  pool.parallel_for(n_tasks, [&](int64_t task, int thread) {
-    std::vector<float>& values = scratch[static_cast<size_t>(thread)];
-    values.resize(static_cast<size_t>(row));
-    Status& failure = failures[static_cast<size_t>(thread)];
-    const int64_t end = std::min(n_rows, (task + 1) * rows_per_task);
-    for (int64_t r = task * rows_per_task; r < end && failure.ok(); ++r) {
-      const size_t index = static_cast<size_t>(r);
-      failure = quant::dequantize_row(tensor.type, tensor.data + source_row_bytes * index,
-                                      values.data(), row);
-      if (failure.ok()) {
-        failure = quant::quantize_row(target, values.data(), &bytes[target_row_bytes * index], row);
-      }
-    }
-  });
-  for (const Status& failure : failures) {
-    if (!failure.ok()) return Status(failure.code(), tensor.name + ": " + failure.message());
-  }
-  return bytes;
+  return quantize_rows(
+      target, row, n_rows, pool,
+      [&](int64_t r, std::span<float> values) {
+        return quant::dequantize_row(tensor.type, tensor.data + source_row_bytes * static_cast<size_t>(r),
+                                     values.data(), row);
+      },
+      tensor.name);
 }
 
 }  // namespace

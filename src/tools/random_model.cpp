@@ -9,6 +9,7 @@
 #include "core/thread_pool.h"
 #include "gguf/writer.h"
 #include "quant/quantize.h"
+#include "tools/quantize_rows.h"
 #include "tools/random_model_layout.h"
 #include "tools/random_model_vocab.h"
 #include "tools/weight_scheme.h"
@@ -17,7 +18,6 @@ namespace pagoda::tools {
 namespace {
 
 constexpr float kWeightStd = 0.02f;  // GPT-2's initialization: keeps activations near unit scale
-constexpr int64_t kValuesPerTask = 1 << 18;
 
 // splitmix64: a tiny, fast generator, good enough for weights, seeded per row so that
 // the values do not depend on how the rows are spread over threads.
@@ -69,28 +69,13 @@ float mean_of(TensorRole role) {
 Expected<std::vector<uint8_t>> random_tensor(const TensorPlan& tensor, DType type, uint64_t seed,
                                              size_t index, ThreadPool& pool) {
   const int64_t row = tensor.shape[0];
-  const int64_t n_rows = tensor.n_elements() / row;
-  const size_t bytes_per_row = static_cast<size_t>(row_bytes(type, row));
-  std::vector<uint8_t> bytes(bytes_per_row * static_cast<size_t>(n_rows));
-  const int64_t rows_per_task = std::max<int64_t>(1, kValuesPerTask / row);
-  const int64_t n_tasks = (n_rows + rows_per_task - 1) / rows_per_task;
-  std::vector<std::vector<float>> scratch(static_cast<size_t>(pool.size()));
-  std::vector<Status> failures(static_cast<size_t>(pool.size()));
-  pool.parallel_for(n_tasks, [&](int64_t task, int thread) {
-    std::vector<float>& values = scratch[static_cast<size_t>(thread)];
-    values.resize(static_cast<size_t>(row));
-    const int64_t end = std::min(n_rows, (task + 1) * rows_per_task);
-    for (int64_t r = task * rows_per_task; r < end; ++r) {
-      fill_normal(values.data(), row, row_seed(seed, index, r), mean_of(tensor.role), kWeightStd);
-      Status status = quant::quantize_row(type, values.data(),
-                                          &bytes[bytes_per_row * static_cast<size_t>(r)], row);
-      if (!status.ok()) failures[static_cast<size_t>(thread)] = std::move(status);
-    }
-  });
-  for (Status& failure : failures) {
-    if (!failure.ok()) return Status(failure.code(), tensor.name + ": " + failure.message());
-  }
-  return bytes;
+  return quantize_rows(
+      type, row, tensor.n_elements() / row, pool,
+      [&](int64_t r, std::span<float> values) {
+        fill_normal(values.data(), row, row_seed(seed, index, r), mean_of(tensor.role), kWeightStd);
+        return Status::ok_status();
+      },
+      tensor.name);
 }
 
 // The vocabulary size the model must have: the tokenizer's when one is given.
