@@ -55,8 +55,8 @@ engine::TokenLogprobs Step(int32_t token, float logprob,
 
 TEST(OpenAIResponse, ChatCompletionBodyHasOpenAIsShapeAndKeyOrder) {
   std::vector<CompletionChoiceResult> choices(2);
-  choices[0] = {0, "Hello!", "stop", {}, {10, 11}};
-  choices[1] = {1, "Hi", "length", {}, {12}};
+  choices[0] = {0, "Hello!", "stop", {}, {10, 11}, {}};
+  choices[1] = {1, "Hi", "length", {}, {12}, {}};
   const Json body = ParseJson(chat_completion_body(Context(), choices, {9, 3, 4}));
   EXPECT_EQ(body, ParseJson(R"({
       "id": "chatcmpl-abc", "object": "chat.completion", "created": 1700000000, "model": "smol",
@@ -76,7 +76,7 @@ TEST(OpenAIResponse, ChatCompletionBodyHasOpenAIsShapeAndKeyOrder) {
 }
 
 TEST(OpenAIResponse, AnAbortedChoiceSaysAbort) {
-  std::vector<CompletionChoiceResult> choices = {{0, "partial", "abort", {}, {}}};
+  std::vector<CompletionChoiceResult> choices = {{0, "partial", "abort", {}, {}, {}}};
   const Json body = ParseJson(chat_completion_body(Context(), choices, {1, 1, 0}));
   EXPECT_EQ(body["choices"][0]["finish_reason"], "abort");
 }
@@ -87,7 +87,7 @@ TEST(OpenAIResponse, ChatLogprobsCarryTokenTextBytesAndAlternatives) {
                 "H\xc3\xa9t7",
                 "stop",
                 {Step(1, -0.1f, {{1, -0.1f}, {7, -2.5f}}), Step(7, -INFINITY, {})},
-                {1, 7}};
+                {1, 7}, {}};
   const Json body = ParseJson(chat_completion_body(Context(true), choices, {2, 2, 0}));
   EXPECT_EQ(body["choices"][0]["logprobs"], ParseJson(R"({"content": [
       {"token": "H\u00e9", "logprob": -0.1, "bytes": [72, 195, 169], "top_logprobs": [
@@ -100,7 +100,7 @@ TEST(OpenAIResponse, ChatLogprobsCarryTokenTextBytesAndAlternatives) {
 
 TEST(OpenAIResponse, PartialCharacterTokensKeepTheirExactBytes) {
   std::vector<CompletionChoiceResult> choices = {
-      {0, "\xe2\x82\xac", "stop", {Step(2, -1.0f), Step(3, -0.5f)}, {2, 3}}};
+      {0, "\xe2\x82\xac", "stop", {Step(2, -1.0f), Step(3, -0.5f)}, {2, 3}, {}}};
   const std::string text = chat_completion_body(Context(true), choices, {1, 2, 0});
   const Json body = ParseJson(text);  // valid JSON although the tokens are not valid UTF-8
   const Json& content = body["choices"][0]["logprobs"]["content"];
@@ -118,7 +118,7 @@ TEST(OpenAIResponse, LogprobsAreWrittenAsTheShortestFloatText) {
   EXPECT_EQ(logprob_value(-INFINITY), -9999.0);
   EXPECT_EQ(logprob_value(NAN), -9999.0);
   EXPECT_EQ(logprob_value(-1e6f), -9999.0);
-  std::vector<CompletionChoiceResult> choices = {{0, "t9", "stop", {Step(9, -0.3f)}, {9}}};
+  std::vector<CompletionChoiceResult> choices = {{0, "t9", "stop", {Step(9, -0.3f)}, {9}, {}}};
   const std::string text = chat_completion_body(Context(true), choices, {1, 1, 0});
   EXPECT_NE(text.find("\"logprob\":-0.3,"), std::string::npos) << text;
 }
@@ -126,7 +126,7 @@ TEST(OpenAIResponse, LogprobsAreWrittenAsTheShortestFloatText) {
 TEST(OpenAIResponse, CompletionBodyHasOpenAIsShape) {
   ResponseContext context = Context();
   context.id = "cmpl-xyz";
-  std::vector<CompletionChoiceResult> choices = {{0, " there", "length", {}, {5}}};
+  std::vector<CompletionChoiceResult> choices = {{0, " there", "length", {}, {5}, {}}};
   const Json body = ParseJson(completion_body(context, choices, {4, 1, 0}));
   EXPECT_EQ(body, ParseJson(R"({
       "id": "cmpl-xyz", "object": "text_completion", "created": 1700000000, "model": "smol",
@@ -145,7 +145,7 @@ TEST(OpenAIResponse, CompletionLogprobsAreParallelListsWithCodePointOffsets) {
        "stop",
        {Step(1, -0.5f, {{7, -0.25f}, {1, -0.5f}}), Step(7, -1.0f, {{4, -0.75f}, {7, -1.0f}}),
         Step(4, -0.75f, {{4, -0.75f}, {5, -2.0f}})},
-       {1, 7, 4}}};
+       {1, 7, 4}, {}}};
   const Json body = ParseJson(completion_body(Context(true), choices, {3, 3, 0}));
   // The chosen token first, then the alternatives; tokens 4 and 5 share the text "t" and
   // the first (more likely) one is kept.
@@ -164,7 +164,7 @@ TEST(OpenAIResponse, CompletionTopLogprobKeysNeverCollideAfterReplacement) {
   // Tokens 2 and 3 are both written as U+FFFD: the object holds that key once, with the
   // chosen token's value, instead of twice.
   std::vector<CompletionChoiceResult> choices = {
-      {0, "", "stop", {Step(2, -1.0f, {{3, -0.5f}, {2, -1.0f}})}, {2}}};
+      {0, "", "stop", {Step(2, -1.0f, {{3, -0.5f}, {2, -1.0f}})}, {2}, {}}};
   const std::string text = completion_body(Context(true), choices, {1, 1, 0});
   EXPECT_EQ(text.find("\"\xef\xbf\xbd\":-1.0"), text.rfind("\"\xef\xbf\xbd\":"));
   const Json top = ParseJson(text)["choices"][0]["logprobs"]["top_logprobs"][0];

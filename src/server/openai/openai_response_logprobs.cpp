@@ -12,13 +12,6 @@ namespace {
 
 constexpr double kMinLogprob = -9999.0;  // what -inf (or anything below) is written as
 
-// The bytes of a token's text, as the list of integers OpenAI's `bytes` is.
-Json bytes_json(std::string_view text) {
-  Json bytes = Json::array();
-  for (const char c : text) bytes.push_back(static_cast<unsigned char>(c));
-  return bytes;
-}
-
 Json chat_token_json(int32_t token, float logprob, const TokenText& text) {
   const std::string piece = text ? text(token) : std::string();
   Json entry = Json::object();
@@ -29,6 +22,12 @@ Json chat_token_json(int32_t token, float logprob, const TokenText& text) {
 }
 
 }  // namespace
+
+Json bytes_json(std::string_view text) {
+  Json bytes = Json::array();
+  for (const char c : text) bytes.push_back(static_cast<unsigned char>(c));
+  return bytes;
+}
 
 double logprob_value(float logprob) {
   if (std::isnan(logprob) || !(logprob > kMinLogprob)) return kMinLogprob;

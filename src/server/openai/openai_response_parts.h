@@ -17,6 +17,9 @@ std::string dump_json(const Json& value);
 // `text` with every invalid UTF-8 sequence replaced by U+FFFD, as dump_json writes it.
 std::string valid_utf8(const std::string& text);
 
+// The bytes of a token's text as a list of integers (OpenAI's logprobs `bytes`).
+Json bytes_json(std::string_view text);
+
 // {"id":..,"object":<object>,"created":..,"model":..}: the keys every body starts with.
 Json response_envelope(const ResponseContext& context, std::string_view object);
 

@@ -74,7 +74,7 @@ ApiResult<DetokenizeRequest> parse_detokenize_request(std::string_view body, int
 
 namespace {
 
-bool valid_utf8(std::string_view text) {
+bool is_valid_utf8(std::string_view text) {
   while (!text.empty()) {
     const int n = utf8_validate_one(text);
     if (n <= 0) return false;
@@ -88,13 +88,7 @@ bool valid_utf8(std::string_view text) {
 Json token_with_piece(int32_t id, const std::string& piece) {
   Json token = Json::object();
   token["id"] = id;
-  if (valid_utf8(piece)) {
-    token["piece"] = piece;
-  } else {
-    Json bytes = Json::array();
-    for (const char c : piece) bytes.push_back(static_cast<uint8_t>(c));
-    token["piece"] = std::move(bytes);
-  }
+  token["piece"] = is_valid_utf8(piece) ? Json(piece) : bytes_json(piece);
   return token;
 }
 

@@ -22,6 +22,7 @@ constexpr std::array<FixedRoute, 6> kFixedRoutes = {{
     {"/health", http::verb::get, Endpoint::kHealth},
 }};
 
+constexpr std::string_view kApiPrefix = "/v1/";  // every path under it is the API's
 constexpr std::string_view kModelPrefix = "/v1/models/";
 
 std::string_view method_name(http::verb method) {
@@ -90,8 +91,7 @@ Status check_metrics_path(std::string_view path) {
   if (path.empty() || path.front() != '/') {
     return invalid_argument("'" + std::string(path) + "' is not an absolute path (it must start with '/')");
   }
-  bool api_path = path == "/" || path.starts_with(kModelPrefix.substr(0, 4)) ||
-                  find_web_asset(path) != nullptr;
+  bool api_path = path == "/" || path.starts_with(kApiPrefix) || find_web_asset(path) != nullptr;
   for (const FixedRoute& fixed : kFixedRoutes) api_path = api_path || fixed.path == path;
   if (api_path) return invalid_argument("'" + std::string(path) + "' is a path the server already serves");
   if (path.find_first_of("?#") != std::string_view::npos) {
