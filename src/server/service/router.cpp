@@ -87,15 +87,28 @@ std::optional<std::string> percent_decode(std::string_view text) {
   return out;
 }
 
+namespace {
+
+// 'path', built by appends (GCC 12 warns, wrongly, of overlapping copies in a chain of
+// string + string_view concatenations).
+std::string quoted(std::string_view path) {
+  std::string text = "'";
+  text.append(path);
+  text += '\'';
+  return text;
+}
+
+}  // namespace
+
 Status check_metrics_path(std::string_view path) {
   if (path.empty() || path.front() != '/') {
-    return invalid_argument("'" + std::string(path) + "' is not an absolute path (it must start with '/')");
+    return invalid_argument(quoted(path) + " is not an absolute path (it must start with '/')");
   }
   bool api_path = path == "/" || path.starts_with(kApiPrefix) || find_web_asset(path) != nullptr;
   for (const FixedRoute& fixed : kFixedRoutes) api_path = api_path || fixed.path == path;
-  if (api_path) return invalid_argument("'" + std::string(path) + "' is a path the server already serves");
+  if (api_path) return invalid_argument(quoted(path) + " is a path the server already serves");
   if (path.find_first_of("?#") != std::string_view::npos) {
-    return invalid_argument("'" + std::string(path) + "' holds a query or fragment");
+    return invalid_argument(quoted(path) + " holds a query or fragment");
   }
   return Status::ok_status();
 }
