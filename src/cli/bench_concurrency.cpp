@@ -12,7 +12,9 @@
 #include "cli/bench_concurrency_report.h"
 #include "cli/bench_report.h"
 #include "cli/loaded_model.h"
+#include "core/mapped_file.h"
 #include "engine/engine.h"
+#include "tokenizer/chat_template.h"
 
 namespace pagoda::cli {
 namespace {
@@ -99,6 +101,7 @@ Expected<engine::EngineConfig> engine_config_of(const ConcurrencyBenchArgs& a) {
   config.scheduler.max_model_len = a.shared_prefix_len + a.prompt_len + a.gen_len;
   if (a.kv_cache_memory > 0) config.kv_memory.bytes = a.kv_cache_memory;
   PAGODA_ASSIGN_OR_RETURN(config.kv_type, engine::parse_kv_cache_type(a.kv_cache_type));
+  PAGODA_ASSIGN_OR_RETURN(config.speculative, a.speculative.config());
   return config;
 }
 
@@ -125,14 +128,38 @@ std::vector<std::vector<int32_t>> make_prompts(const ConcurrencyBenchArgs& a,
   return prompts;
 }
 
-engine::EngineRequest request_of(std::vector<int32_t> prompt, int gen_len,
+// Each file's text as one user message through the model's chat template.
+Expected<std::vector<std::vector<int32_t>>> file_prompts(const ConcurrencyBenchArgs& a,
+                                                        const LoadedModel& loaded, size_t n) {
+  PAGODA_ASSIGN_OR_RETURN(const tokenizer::ChatTemplateChoice choice,
+                          tokenizer::chat_template_for_model(*loaded.file));
+  PAGODA_ASSIGN_OR_RETURN(const tokenizer::ChatTemplate chat, tokenizer::ChatTemplate::parse(choice.source));
+  std::vector<std::vector<int32_t>> rendered;
+  for (const std::string& path : a.prompt_files) {
+    PAGODA_ASSIGN_OR_RETURN(const MappedFile file, MappedFile::open(path));
+    const std::span<const uint8_t> bytes = file.bytes();
+    tokenizer::ChatMessage message;
+    message.role = "user";
+    message.content = std::string(bytes.begin(), bytes.end());
+    PAGODA_ASSIGN_OR_RETURN(
+        const std::string text,
+        chat.render(std::span(&message, 1), true, tokenizer::special_token_variables(*loaded.tokenizer)));
+    rendered.push_back(loaded.tokenizer->encode(text, /*add_special=*/false, /*parse_special=*/true));
+  }
+  std::vector<std::vector<int32_t>> prompts;
+  for (size_t i = 0; i < n; ++i) prompts.push_back(rendered[i % rendered.size()]);
+  return prompts;
+}
+
+engine::EngineRequest request_of(std::vector<int32_t> prompt, const ConcurrencyBenchArgs& a,
                                  std::shared_ptr<const engine::GrammarConstraint> grammar) {
   engine::EngineRequest request;
   request.prompt = std::move(prompt);
   request.sampling.temperature = 0.0f;  // greedy: the cheapest sampler, the same every run
   request.sampling.grammar = std::move(grammar);
-  request.stop.max_tokens = gen_len;
-  request.stop.ignore_eog = true;
+  request.stop.max_tokens = a.gen_len;
+  // A random prompt has no natural end: every request makes the same number of tokens.
+  request.stop.ignore_eog = a.prompt_files.empty();
   return request;
 }
 
@@ -147,7 +174,7 @@ Expected<double> drive(engine::Engine& engine, const std::vector<std::vector<int
     tracker.wait_in_flight_below(i, static_cast<size_t>(a.concurrency));
     tracker.submitted(i);
     auto sink = std::make_shared<TimingSink>(tracker, i);
-    PAGODA_TRY(engine.add(request_of(prompts[i], a.gen_len, grammar), sink).status());
+    PAGODA_TRY(engine.add(request_of(prompts[i], a, grammar), sink).status());
     if (i == 0 && a.shared_prefix_len > 0) tracker.wait_first_token(0);
   }
   tracker.wait_in_flight_below(prompts.size(), 1);
@@ -167,6 +194,7 @@ Status warm_up(engine::Engine& engine, const ConcurrencyBenchArgs& a,
   warm.concurrency = std::min({a.concurrency, a.max_running, a.num_requests});
   warm.gen_len = std::min(a.gen_len, 2);
   warm.shared_prefix_len = 0;  // its own prompts: nothing the measured run could find cached
+  warm.prompt_files.clear();
   warm.prompt_len = a.shared_prefix_len + a.prompt_len + a.gen_len - warm.gen_len;
   const size_t n = static_cast<size_t>(warm.concurrency);
   const std::vector<std::vector<int32_t>> prompts = make_prompts(warm, tokenizer, a.seed + 1, n);
@@ -187,6 +215,9 @@ engine::EngineStats stats_since(const engine::EngineStats& before, engine::Engin
   after.scheduler.n_prefilled_tokens -= before.scheduler.n_prefilled_tokens;
   after.scheduler.n_decoded_tokens -= before.scheduler.n_decoded_tokens;
   after.scheduler.n_preemptions -= before.scheduler.n_preemptions;
+  after.scheduler.n_draft_tokens -= before.scheduler.n_draft_tokens;
+  after.scheduler.n_accepted_draft_tokens -= before.scheduler.n_accepted_draft_tokens;
+  after.scheduler.n_speculative_steps -= before.scheduler.n_speculative_steps;
   after.prefix_cache.hit_tokens -= before.prefix_cache.hit_tokens;
   after.prefix_cache.queried_tokens -= before.prefix_cache.queried_tokens;
   after.prefix_cache.queries -= before.prefix_cache.queries;
@@ -228,6 +259,10 @@ void add_concurrency_options(CLI::App& command, ConcurrencyBenchArgs& args) {
       ->capture_default_str();
   command.add_option("--seed", args.seed, "Seed of the random prompts")->capture_default_str();
   add_grammar_options(command, args.grammar);
+  command.add_option("--prompt-file", args.prompt_files,
+                     "A real prompt (repeatable): the file's text as a user message through the "
+                     "model's chat template; requests stop at end of generation");
+  add_speculative_options(command, args.speculative);
 }
 
 Status run_concurrency_bench(const std::string& model_path, const backend::BackendOptions& backend, bool json,
@@ -242,17 +277,26 @@ Status run_concurrency_bench(const std::string& model_path, const backend::Backe
   PAGODA_ASSIGN_OR_RETURN(LoadedModel loaded,
                           load_model_file(model_path, backend, config.load_options(), true));
   RunTracker tracker(static_cast<size_t>(a.num_requests));  // outlives the engine's sinks
+  LoadedDraft draft;
+  if (config.speculative.method == engine::SpeculativeMethod::kDraft) {
+    PAGODA_ASSIGN_OR_RETURN(draft, load_draft_model(config.speculative.draft_model_path, loaded,
+                                                    config.draft_load_options()));
+  }
   PAGODA_ASSIGN_OR_RETURN(
       std::unique_ptr<engine::Engine> engine,
-      engine::Engine::create(*loaded.model, *loaded.backend, *loaded.tokenizer, config));
+      engine::Engine::create(*loaded.model, *loaded.backend, *loaded.tokenizer, config, draft.model.get()));
   PAGODA_ASSIGN_OR_RETURN(const std::shared_ptr<const engine::GrammarConstraint> grammar,
                           load_grammar_constraint(a.grammar, *loaded.tokenizer));
   PAGODA_TRY(warm_up(*engine, a, *loaded.tokenizer));
   const engine::EngineStats before = engine->stats();
 
   ConcurrencyRun run;
-  const auto prompts =
-      make_prompts(a, *loaded.tokenizer, a.seed, static_cast<size_t>(a.num_requests));
+  std::vector<std::vector<int32_t>> prompts;
+  if (a.prompt_files.empty()) {
+    prompts = make_prompts(a, *loaded.tokenizer, a.seed, static_cast<size_t>(a.num_requests));
+  } else {
+    PAGODA_ASSIGN_OR_RETURN(prompts, file_prompts(a, loaded, static_cast<size_t>(a.num_requests)));
+  }
   PAGODA_ASSIGN_OR_RETURN(run.seconds, drive(*engine, prompts, a, grammar, tracker));
   run.args = a;
   run.model = model_name(model_path, loaded);
@@ -261,6 +305,7 @@ Status run_concurrency_bench(const std::string& model_path, const backend::Backe
   run.block_size = engine->kv_shape().block_size;
   run.requests = tracker.results();
   run.engine = stats_since(before, engine->stats());
+  run.speculative_method = std::string(engine::speculative_method_name(config.speculative.method));
   for (const RequestTiming& r : run.requests) {
     if (!r.error.empty()) return internal_error("bench: a request failed: " + r.error);
   }

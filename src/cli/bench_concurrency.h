@@ -12,14 +12,19 @@
 // TTFT with theirs.
 //
 // With --json-schema (or --grammar-file) every request samples under that constraint:
-// run with and without it to see what constrained decoding costs.
+// run with and without it to see what constrained decoding costs. With
+// --speculative-ngram or --speculative-model the engine speculates; the report adds the
+// proposals verified and kept. --prompt-file gives real prompts (say, "repeat this
+// code"), on which prompt lookup finds what to propose.
 
 #include <CLI/CLI.hpp>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "backend/backend_options.h"
 #include "cli/grammar_args.h"
+#include "cli/speculative_args.h"
 #include "core/status.h"
 
 namespace pagoda::cli {
@@ -38,6 +43,11 @@ struct ConcurrencyBenchArgs {
   // Every request's output constrained (--grammar-file, --json-schema[-file]): a
   // request then ends early where its grammar is complete.
   GrammarArgs grammar;
+  // Real prompts instead of random ones (--prompt-file, repeatable): each file's text is
+  // one user message rendered through the model's chat template; request i takes file
+  // i % count and stops at its end-of-generation token or --gen-len.
+  std::vector<std::string> prompt_files;
+  SpeculativeArgs speculative;
 };
 
 // Registers --concurrency and the options above on `pagoda bench`.

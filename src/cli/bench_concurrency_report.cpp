@@ -53,6 +53,20 @@ Json engine_json(const ConcurrencyRun& run) {
               {"postprocess_seconds", s.timings.postprocess}};
 }
 
+// Proposals verified and kept, their share, and the kept ones per verifying step.
+Json speculative_json(const ConcurrencyRun& run) {
+  const engine::SchedulerStats& s = run.engine.scheduler;
+  const double proposed = static_cast<double>(s.n_draft_tokens);
+  const double accepted = static_cast<double>(s.n_accepted_draft_tokens);
+  return Json{{"method", run.speculative_method},
+              {"proposed_tokens", s.n_draft_tokens},
+              {"accepted_tokens", s.n_accepted_draft_tokens},
+              {"verifying_steps", s.n_speculative_steps},
+              {"acceptance_rate", proposed > 0 ? accepted / proposed : 0.0},
+              {"mean_accepted_length",
+               s.n_speculative_steps > 0 ? accepted / static_cast<double>(s.n_speculative_steps) : 0.0}};
+}
+
 void print_json(const ConcurrencyRun& run, const Latencies& l) {
   const ConcurrencyBenchArgs& a = run.args;
   Json out{{"model", run.model},
@@ -76,6 +90,7 @@ void print_json(const ConcurrencyRun& run, const Latencies& l) {
     out["ttft_later_ms"] = to_json(percentiles(l.ttft_later));
   }
   out["engine"] = engine_json(run);
+  if (run.speculative_method != "none") out["speculative"] = speculative_json(run);
   std::printf("%s\n", out.dump(2).c_str());
 }
 
@@ -124,6 +139,16 @@ void print_text(const ConcurrencyRun& run, const Latencies& l) {
       s.timings.forward_decode,
       s.n_decode_steps > 0 ? s.timings.forward_decode * 1e3 / s.n_decode_steps : 0.0,
       s.timings.postprocess);
+  if (run.speculative_method != "none") {
+    const Json spec = speculative_json(run);
+    std::printf(
+        "speculative: %s, %lld proposals verified, %lld kept (%.1f%%), %.2f kept per verifying "
+        "step (%lld steps)\n",
+        run.speculative_method.c_str(), static_cast<long long>(s.scheduler.n_draft_tokens),
+        static_cast<long long>(s.scheduler.n_accepted_draft_tokens),
+        spec["acceptance_rate"].get<double>() * 100.0, spec["mean_accepted_length"].get<double>(),
+        static_cast<long long>(s.scheduler.n_speculative_steps));
+  }
 }
 
 }  // namespace

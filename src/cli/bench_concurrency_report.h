@@ -34,6 +34,7 @@ struct ConcurrencyRun {
   double seconds = 0.0;                 // first submission to last finish
   std::vector<RequestTiming> requests;  // in submission order
   engine::EngineStats engine;           // at the end of the run
+  std::string speculative_method = "none";  // speculative_method_name()
 };
 
 struct Percentiles {

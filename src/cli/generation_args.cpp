@@ -39,6 +39,7 @@ void add_generation_options(CLI::App& command, GenerationArgs& args) {
   command.add_flag("--ignore-eos", args.ignore_eos,
                    "Keep generating past end-of-generation tokens");
   add_grammar_options(command, args.grammar);
+  add_speculative_options(command, args.speculative);
   add_backend_options(command, args.backend);
 }
 

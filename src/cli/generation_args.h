@@ -1,7 +1,7 @@
 #pragma once
 // The generation flags `pagoda run` and `pagoda chat` share: model, context, batch size,
-// sampling and stop conditions, an output constraint (cli/grammar_args.h), and the
-// backend's (cli/backend_args.h).
+// sampling and stop conditions, an output constraint (cli/grammar_args.h), speculative
+// decoding (cli/speculative_args.h), and the backend's (cli/backend_args.h).
 
 #include <CLI/CLI.hpp>
 #include <cstdint>
@@ -11,6 +11,7 @@
 
 #include "backend/backend_options.h"
 #include "cli/grammar_args.h"
+#include "cli/speculative_args.h"
 #include "engine/sampling_params.h"
 #include "engine/stop_checker.h"
 
@@ -27,6 +28,7 @@ struct GenerationArgs {
   bool ignore_eos = false;
   backend::BackendOptions backend;
   GrammarArgs grammar;
+  SpeculativeArgs speculative;
 
   GenerationArgs() {
     // llama.cpp's defaults, so that the same flags give comparable output.

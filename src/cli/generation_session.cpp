@@ -11,11 +11,17 @@ Expected<std::unique_ptr<GenerationSession>> open_generation_session(const Gener
   engine::EngineConfig config;
   config.scheduler.max_batched_tokens = args.batch_size;
   config.scheduler.max_running = 1;
+  PAGODA_ASSIGN_OR_RETURN(config.speculative, args.speculative.config());
   PAGODA_ASSIGN_OR_RETURN(s->loaded, load_model_file(args.model_path, args.backend,
                                                      config.load_options(), /*with_tokenizer=*/true));
   config.scheduler.max_model_len = args.context_size(s->loaded.model->config().n_ctx_train);
+  if (config.speculative.method == engine::SpeculativeMethod::kDraft) {
+    PAGODA_ASSIGN_OR_RETURN(s->draft, load_draft_model(config.speculative.draft_model_path, s->loaded,
+                                                       config.draft_load_options()));
+  }
   PAGODA_ASSIGN_OR_RETURN(s->session, engine::Session::create(*s->loaded.model, *s->loaded.backend,
-                                                              *s->loaded.tokenizer, config));
+                                                              *s->loaded.tokenizer, config,
+                                                              s->draft.model.get()));
   s->n_ctx = s->session->config().scheduler.max_model_len;
   PAGODA_ASSIGN_OR_RETURN(s->grammar, load_grammar_constraint(args.grammar, *s->loaded.tokenizer));
   return s;

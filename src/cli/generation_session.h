@@ -14,6 +14,7 @@ namespace pagoda::cli {
 
 struct GenerationSession {
   LoadedModel loaded;
+  LoadedDraft draft;  // --speculative-model; empty otherwise
   std::unique_ptr<engine::Session> session;
   int32_t n_ctx = 0;  // tokens of a request, prompt and output
   std::shared_ptr<const engine::GrammarConstraint> grammar;  // the flags' constraint, or null

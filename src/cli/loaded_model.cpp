@@ -11,6 +11,7 @@
 
 #include "backend/registry/registry.h"
 #include "cli/commands.h"
+#include "tokenizer/vocabulary_match.h"
 
 namespace pagoda::cli {
 
@@ -42,6 +43,20 @@ Expected<LoadedModel> load_model_file(const std::string& path,
   loaded.load_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return loaded;
+}
+
+Expected<LoadedDraft> load_draft_model(const std::string& path, LoadedModel& target,
+                                       const model::LoadOptions& options) {
+  LoadedDraft draft;
+  PAGODA_ASSIGN_OR_RETURN(gguf::Reader reader, gguf::Reader::open(path));
+  draft.file = std::make_unique<gguf::Reader>(std::move(reader));
+  PAGODA_ASSIGN_OR_RETURN(const tokenizer::Tokenizer tokenizer, tokenizer::Tokenizer::from_gguf(*draft.file));
+  const Status same = tokenizer::check_same_vocabulary(*target.tokenizer, tokenizer);
+  if (!same.ok()) return invalid_argument(path + ": " + same.message());
+  PAGODA_ASSIGN_OR_RETURN(draft.model, model::load_model(*draft.file, *target.backend, options));
+  spdlog::info("speculative decoding: draft model {} ({} layers, {} embedding)", path,
+               draft.model->config().n_layer, draft.model->config().n_embd);
+  return draft;
 }
 
 void log_to_stderr() {

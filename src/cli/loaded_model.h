@@ -27,6 +27,16 @@ Expected<LoadedModel> load_model_file(const std::string& path,
                                       const backend::BackendOptions& backend_options,
                                       const model::LoadOptions& options, bool with_tokenizer);
 
+// A draft model for speculative decoding: on `target`'s backend, its vocabulary checked
+// token by token against the target's (a mismatch is an error naming the first
+// difference). `target` must have its tokenizer and outlive the draft.
+struct LoadedDraft {
+  std::unique_ptr<gguf::Reader> file;
+  std::unique_ptr<model::Model> model;
+};
+Expected<LoadedDraft> load_draft_model(const std::string& path, LoadedModel& target,
+                                       const model::LoadOptions& options);
+
 // Sends the log to stderr, for the commands whose results go to stdout (run, chat,
 // bench): their output stays clean for pipes and for --json.
 void log_to_stderr();

@@ -104,6 +104,7 @@ Expected<server::ApiServiceOptions> service_options(const server::ServeConfig& c
 // The model, its engine and the API over them: what exists once loading is done.
 struct ServingStack {
   LoadedModel loaded;
+  LoadedDraft draft;  // speculative decoding with a draft model; empty otherwise
   std::unique_ptr<engine::Engine> engine;
   std::unique_ptr<server::ApiService> service;
 };
@@ -121,9 +122,15 @@ Expected<std::unique_ptr<ServingStack>> load_stack(const server::ServeConfig& co
   metrics.set_model_load_seconds(stack->loaded.load_seconds);
   PAGODA_ASSIGN_OR_RETURN(tokenizer::ChatTemplate chat_template,
                           choose_chat_template(config, *stack->loaded.file));
+  if (config.engine.speculative.method == engine::SpeculativeMethod::kDraft) {
+    PAGODA_ASSIGN_OR_RETURN(stack->draft,
+                            load_draft_model(config.engine.speculative.draft_model_path,
+                                             stack->loaded, config.engine.draft_load_options()));
+  }
   PAGODA_ASSIGN_OR_RETURN(stack->engine,
                           engine::Engine::create(*stack->loaded.model, *stack->loaded.backend,
-                                                 *stack->loaded.tokenizer, config.engine));
+                                                 *stack->loaded.tokenizer, config.engine,
+                                                 stack->draft.model.get()));
   const engine::EngineConfig& resolved = stack->engine->config();
   spdlog::info(
       "engine: {} KV blocks of {} tokens, max_model_len {}, max_running {}, "

@@ -6,9 +6,10 @@ namespace pagoda::engine {
 
 Expected<std::unique_ptr<Engine>> Engine::create(model::Model& model, backend::Backend& backend,
                                                  const tokenizer::Tokenizer& tokenizer,
-                                                 const EngineConfig& config) {
+                                                 const EngineConfig& config,
+                                                 model::Model* draft_model) {
   PAGODA_ASSIGN_OR_RETURN(std::unique_ptr<EngineCore> core,
-                          EngineCore::create(model, backend, tokenizer, config));
+                          EngineCore::create(model, backend, tokenizer, config, draft_model));
   return std::unique_ptr<Engine>(new Engine(std::move(core)));
 }
 

@@ -29,7 +29,8 @@ class Engine {
   // See EngineCore::create. Starts the step loop.
   static Expected<std::unique_ptr<Engine>> create(model::Model& model, backend::Backend& backend,
                                                   const tokenizer::Tokenizer& tokenizer,
-                                                  const EngineConfig& config);
+                                                  const EngineConfig& config,
+                                                  model::Model* draft_model = nullptr);
   ~Engine();  // shutdown()
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;

@@ -28,10 +28,17 @@ Expected<EngineConfig> EngineConfig::resolve(const model::ModelConfig& model) co
     return unsupported("kv cache type " + std::string(dtype_name(kv_type)) +
                        " (use f16, f32 or q8_0)");
   }
+  PAGODA_TRY(speculative.validate());
   if (static_cast<int64_t>(resolved.useful_blocks()) * block_size > INT32_MAX) {
     return invalid_argument("max_running * max_model_len is too large");
   }
   return resolved;
+}
+
+int32_t EngineConfig::max_logit_rows() const {
+  const int64_t rows = static_cast<int64_t>(scheduler.max_running) * (1 + speculative.max_draft_tokens());
+  return static_cast<int32_t>(std::max<int64_t>(
+      std::min<int64_t>(rows, std::max(scheduler.max_batched_tokens, scheduler.max_running)), 1));
 }
 
 int32_t EngineConfig::blocks_per_request() const {

@@ -9,6 +9,7 @@
 #include "core/status.h"
 #include "engine/kv_budget.h"
 #include "engine/scheduler.h"
+#include "engine/speculative_config.h"
 #include "kv/block_pool.h"
 #include "model/config.h"
 #include "model/model.h"
@@ -27,11 +28,19 @@ struct EngineConfig {
   // Refuse a max_model_len past the model's training context. Benchmarks turn it off to
   // time long contexts on any model, as llama-bench does.
   bool limit_to_training_context = true;
+  SpeculativeConfig speculative;
 
   // The model must have been loaded with (at least) these: a step runs up to
-  // max_batched_tokens tokens and samples once per running request.
+  // max_batched_tokens tokens and samples once per running request, or once per row a
+  // request verifies when speculating.
   model::LoadOptions load_options() const {
-    return {.max_batch_tokens = scheduler.max_batched_tokens,
+    return {.max_batch_tokens = scheduler.max_batched_tokens, .max_logit_rows = max_logit_rows()};
+  }
+  int32_t max_logit_rows() const;
+  // A draft model's (speculative decoding): it runs what the target runs, each request's
+  // one trailing position besides, and one logit row per proposing request.
+  model::LoadOptions draft_load_options() const {
+    return {.max_batch_tokens = scheduler.max_batched_tokens + scheduler.max_running,
             .max_logit_rows = scheduler.max_running};
   }
 

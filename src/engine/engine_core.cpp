@@ -13,9 +13,9 @@ namespace {
 // (its memory-utilization bound less weights and scratch); on the CPU, a share of the
 // host's available memory.
 Expected<KvBlockPlan> plan_blocks(const EngineConfig& config, const backend::Backend& backend,
-                                  const backend::KvCacheShape& shape) {
+                                  const backend::KvCacheShape& shape, uint64_t draft_block_bytes) {
   KvBlockLimits limits;
-  limits.block_bytes = shape.block_bytes();
+  limits.block_bytes = shape.block_bytes() + draft_block_bytes;
   limits.min_blocks = config.blocks_per_request();
   limits.useful_blocks = config.useful_blocks();
   limits.max_blocks = INT32_MAX / config.block_size;  // slot numbers stay in int32 range
@@ -43,29 +43,46 @@ void log_kv_cache(const backend::KvCacheShape& shape, const KvBlockPlan& plan) {
 Expected<std::unique_ptr<EngineCore>> EngineCore::create(model::Model& model,
                                                          backend::Backend& backend,
                                                          const tokenizer::Tokenizer& tokenizer,
-                                                         const EngineConfig& config) {
+                                                         const EngineConfig& config,
+                                                         model::Model* draft_model) {
   if (tokenizer.n_vocab() != model.config().n_vocab) {
     return invalid_argument("engine: the tokenizer has " + std::to_string(tokenizer.n_vocab()) +
                             " tokens, the model " + std::to_string(model.config().n_vocab));
   }
   PAGODA_ASSIGN_OR_RETURN(EngineConfig resolved, config.resolve(model.config()));
+  const bool drafts = resolved.speculative.method == SpeculativeMethod::kDraft;
+  if (drafts && draft_model == nullptr) {
+    return invalid_argument("engine: speculating with a draft model needs the draft model loaded");
+  }
+  if (drafts && draft_model->config().n_vocab != model.config().n_vocab) {
+    return invalid_argument("engine: the draft model has " + std::to_string(draft_model->config().n_vocab) +
+                            " tokens, the model " + std::to_string(model.config().n_vocab));
+  }
   backend::KvCacheShape shape =
       model::kv_cache_shape(model.config(), 0, resolved.block_size, resolved.kv_type);
-  PAGODA_ASSIGN_OR_RETURN(const KvBlockPlan plan, plan_blocks(resolved, backend, shape));
+  const uint64_t draft_block_bytes = drafts ? DraftProposer::block_bytes(*draft_model, resolved) : 0;
+  PAGODA_ASSIGN_OR_RETURN(const KvBlockPlan plan,
+                          plan_blocks(resolved, backend, shape, draft_block_bytes));
   shape.n_blocks = plan.n_blocks;
   PAGODA_ASSIGN_OR_RETURN(std::unique_ptr<backend::KvStorage> storage, backend.allocate_kv(shape));
   log_kv_cache(shape, plan);
   const RunnerLimits limits{.max_batch_tokens = resolved.scheduler.max_batched_tokens,
-                            .max_sequences = resolved.scheduler.max_running};
+                            .max_sequences = resolved.scheduler.max_running,
+                            .max_logit_rows = resolved.max_logit_rows()};
   PAGODA_ASSIGN_OR_RETURN(ModelRunner runner,
                           ModelRunner::create(model, backend, *storage, limits));
-  return std::unique_ptr<EngineCore>(
-      new EngineCore(model, backend, tokenizer, std::move(resolved), std::move(storage), std::move(runner)));
+  std::unique_ptr<DraftProposer> draft;
+  if (drafts) {
+    PAGODA_ASSIGN_OR_RETURN(draft, DraftProposer::create(*draft_model, backend, resolved, shape.n_blocks));
+  }
+  return std::unique_ptr<EngineCore>(new EngineCore(model, backend, tokenizer, std::move(resolved),
+                                                    std::move(storage), std::move(runner),
+                                                    std::move(draft)));
 }
 
 EngineCore::EngineCore(model::Model& model, backend::Backend& backend, const tokenizer::Tokenizer& tokenizer,
                        EngineConfig config, std::unique_ptr<backend::KvStorage> kv_storage,
-                       ModelRunner runner)
+                       ModelRunner runner, std::unique_ptr<DraftProposer> draft)
     : model_(&model),
       backend_(&backend),
       tokenizer_(&tokenizer),
@@ -74,7 +91,11 @@ EngineCore::EngineCore(model::Model& model, backend::Backend& backend, const tok
       kv_(kv_storage_->shape().n_blocks, config_.block_size, config_.enable_prefix_cache,
           config_.prefix_cache_eviction),
       scheduler_(config_.scheduler, kv_),
-      runner_(std::move(runner)) {
+      runner_(std::move(runner)),
+      draft_(std::move(draft)) {
+  if (config_.speculative.method == SpeculativeMethod::kNgram) {
+    ngram_.emplace(config_.speculative.ngram_min, config_.speculative.ngram_max);
+  }
   const auto max_running = static_cast<size_t>(config_.scheduler.max_running);
   sequences_.reserve(max_running);
   sampled_.reserve(max_running);
@@ -125,6 +146,7 @@ Expected<std::vector<std::unique_ptr<Request>>> EngineCore::make_requests(
     r->stop = request.stop;
     r->priority = request.priority;
     r->cache_salt = request.cache_salt;
+    r->speculative = request.speculative;
     if (i > 0) r->parent = first;
     r->sink = sink;
     r->processor.emplace(std::move(processor));

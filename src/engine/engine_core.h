@@ -12,13 +12,16 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "backend/backend.h"
 #include "core/status.h"
+#include "engine/draft_proposer.h"
 #include "engine/engine_config.h"
 #include "engine/model_runner.h"
+#include "engine/ngram_proposer.h"
 #include "engine/request.h"
 #include "engine/request_output.h"
 #include "engine/request_processor.h"
@@ -35,6 +38,9 @@ struct EngineRequest {
   SamplingParams sampling;
   StopConditions stop;
   int32_t priority = 0;     // lower runs first
+  // Lets the engine speculate for it when configured to (the output is the same; off
+  // spares the verification rows of a request known to be unpredictable).
+  bool speculative = true;
   uint64_t cache_salt = 0;  // prefix-cache blocks are shared only within one salt
   // Completions of the prompt, sharing its KV blocks until they diverge. Completion i
   // (0-based) samples with seed + i when a seed is given, so each one is reproducible
@@ -79,11 +85,16 @@ class EngineCore {
  public:
   // Resolves the config for the model, sizes the KV cache from its memory budget (and
   // logs it), allocates it. model, backend and tokenizer must outlive the core; the model
-  // must have been loaded with config.load_options() or larger.
+  // must have been loaded with config.load_options() or larger. Speculating with a draft
+  // model (config.speculative.method kDraft) needs `draft_model`, on the same backend,
+  // of the same vocabulary (the caller checks the tokens' texts: tokenizer/
+  // vocabulary_match.h), loaded with config.draft_load_options(); its KV blocks come
+  // out of the same budget.
   static Expected<std::unique_ptr<EngineCore>> create(model::Model& model,
                                                       backend::Backend& backend,
                                                       const tokenizer::Tokenizer& tokenizer,
-                                                      const EngineConfig& config);
+                                                      const EngineConfig& config,
+                                                      model::Model* draft_model = nullptr);
 
   // Checks `request` (a non-empty prompt of valid ids shorter than max_model_len, sampling
   // and stop parameters in range, 1 <= n <= max_running) and makes its n Requests, each
@@ -110,7 +121,8 @@ class EngineCore {
 
  private:
   EngineCore(model::Model& model, backend::Backend& backend, const tokenizer::Tokenizer& tokenizer,
-             EngineConfig config, std::unique_ptr<backend::KvStorage> kv_storage, ModelRunner runner);
+             EngineConfig config, std::unique_ptr<backend::KvStorage> kv_storage, ModelRunner runner,
+             std::unique_ptr<DraftProposer> draft);
   Status check_request(const EngineRequest& request) const;
   // The runner's view of each scheduled request, in batch order.
   void gather_sequences(const SchedulerOutput& plan);
@@ -118,6 +130,9 @@ class EngineCore {
   void process_logits(const SchedulerOutput& plan, const StepLogits& logits,
                       std::vector<Delivery>& out);
   void fail_step(const SchedulerOutput& plan, const Status& error, std::vector<Delivery>& out);
+  // Speculative decoding: the next step's proposals of every request this step sampled
+  // for that is still running (engine_speculation.cpp).
+  void propose_drafts(const SchedulerOutput& plan);
   Delivery delivery(const Request& request, RequestOutput output) const;
 
   model::Model* model_;
@@ -129,13 +144,16 @@ class EngineCore {
   Scheduler scheduler_;  // refers to kv_
   ModelRunner runner_;
   std::atomic<RequestId> next_id_{1};
+  std::optional<NgramProposer> ngram_;  // set when speculating by prompt lookup
+  std::unique_ptr<DraftProposer> draft_;  // set when speculating with a draft model
 
   // Per-step scratch, capacity kept between steps.
   std::vector<RunnerSequence> sequences_;    // [scheduled]
   // One request of the step that samples: its logits, and how its sampling went.
   struct Sampling {
     Request* request;
-    std::span<const float> logits;
+    std::span<const float> logits;   // [1 + drafts.size()][n_vocab]
+    std::span<const int32_t> drafts;  // the proposals it verifies
     Status status;
   };
   std::vector<Sampling> samplings_;          // [sampling requests]

@@ -24,7 +24,12 @@ void EngineCore::gather_sequences(const SchedulerOutput& plan) {
     sequence.first_position = scheduled.first_position;
     sequence.n_tokens = scheduled.n_tokens;
     sequence.samples = scheduled.samples;
-    if (request != nullptr) sequence.tokens = request->tokens;  // else the runner refuses it
+    sequence.n_logit_rows = 1 + scheduled.n_draft_tokens;
+    if (request != nullptr) {  // else the runner refuses it
+      sequence.tokens = request->tokens;
+      sequence.draft_tokens = std::span<const int32_t>(request->draft_tokens)
+                                  .first(static_cast<size_t>(scheduled.n_draft_tokens));
+    }
     sequence.block_table = kv_.block_table(scheduled.id);
     sequences_.push_back(sequence);
   }
@@ -39,6 +44,13 @@ bool EngineCore::step(std::vector<Delivery>& out) {
   ++n_steps_;
   n_batched_tokens_ += plan.n_tokens;
 
+  if (draft_) {
+    const Status drafted = draft_->propose(plan, scheduler_, kv_);
+    if (!drafted.ok()) {
+      fail_step(plan, drafted, out);
+      return true;
+    }
+  }
   gather_sequences(plan);
   for (const ScheduledRequest& entry : plan.scheduled) {
     Request* request = scheduler_.find(entry.id);
@@ -58,6 +70,7 @@ bool EngineCore::step(std::vector<Delivery>& out) {
   process_logits(plan, *logits, out);
   scheduler_.update(plan, sampled_);
   for (const RequestId id : finished_) scheduler_.finish(id);
+  propose_drafts(plan);
   timings_.postprocess += seconds_between(ran, Clock::now());
   return true;
 }
@@ -70,30 +83,42 @@ void EngineCore::process_logits(const SchedulerOutput& plan, const StepLogits& l
   int32_t row = 0;
   for (const ScheduledRequest& scheduled : plan.scheduled) {
     if (!scheduled.samples) continue;
-    const std::span<const float> request_logits = logits.row(row++);
+    const int32_t n_rows = scheduled.n_draft_tokens + 1;
+    const std::span<const float> request_logits = logits.rows(row, n_rows);
+    row += n_rows;
     Request* request = scheduler_.find(scheduled.id);
     if (request == nullptr || !request->processor) continue;
-    samplings_.push_back({request, request_logits, {}});
+    const std::span<const int32_t> drafts = std::span<const int32_t>(request->draft_tokens)
+                                                .first(static_cast<size_t>(scheduled.n_draft_tokens));
+    samplings_.push_back({request, request_logits, drafts, {}});
   }
   // Each request's sampler on the backend's threads (drawing with a temperature from a
   // large vocabulary is a real share of a step when every request does), the rest in
   // order.
   backend_->run_host_tasks(static_cast<int64_t>(samplings_.size()), [this](int64_t i) {
     Sampling& s = samplings_[static_cast<size_t>(i)];
-    s.status = s.request->processor->sample(s.logits);
+    s.status = s.request->processor->sample(s.logits, s.drafts);
   });
   for (Sampling& s : samplings_) {
     const RequestId id = s.request->id;
-    // With this token the request holds num_tokens() + 1 tokens.
-    const bool context_full = s.request->num_tokens() + 1 >= config_.scheduler.max_model_len;
-    Expected<RequestOutput> output = s.status.ok() ? s.request->processor->emit(context_full)
+    const int32_t context_room = config_.scheduler.max_model_len - s.request->num_tokens();
+    Expected<RequestOutput> output = s.status.ok() ? s.request->processor->emit_tokens(context_room)
                                                    : Expected<RequestOutput>(s.status);
     if (!output.ok()) {
       out.push_back(delivery(*s.request, s.request->processor->abort(output.status().message())));
       finished_.push_back(id);
       continue;
     }
-    sampled_.push_back(SampledTokenUpdate{id, output->new_tokens.front()});
+    const auto n_kept = static_cast<int32_t>(output->new_tokens.size()) - 1;
+    if (!s.drafts.empty()) {
+      const auto n_drafts = static_cast<int32_t>(s.drafts.size());
+      record_draft_outcome(s.request->draft_length, n_drafts, n_kept);
+      s.request->n_proposed_tokens += n_drafts;
+      s.request->n_accepted_tokens += n_kept;
+    }
+    output->n_proposed_tokens = s.request->n_proposed_tokens;
+    output->n_accepted_tokens = s.request->n_accepted_tokens;
+    sampled_.push_back(SampledTokenUpdate{id, output->new_tokens.back(), n_kept});
     if (output->finish != FinishReason::kNone) finished_.push_back(id);
     out.push_back(delivery(*s.request, std::move(output).value()));
   }

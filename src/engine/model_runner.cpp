@@ -17,9 +17,10 @@ Status bad_step(const std::string& problem) {
 
 Expected<ModelRunner> ModelRunner::create(model::Model& model, backend::Backend& backend,
                                           backend::KvStorage& kv, RunnerLimits limits) {
-  if (limits.max_batch_tokens <= 0 || limits.max_sequences <= 0) {
+  if (limits.max_batch_tokens <= 0 || limits.max_sequences <= 0 || limits.max_logit_rows < 0) {
     return invalid_argument("model runner: max_batch_tokens and max_sequences must be positive");
   }
+  if (limits.max_logit_rows == 0) limits.max_logit_rows = limits.max_sequences;
   const model::ModelConfig& config = model.config();
   const backend::KvCacheShape& shape = kv.shape();
   if (shape.n_layers != config.n_layer || shape.n_kv_heads != config.n_head_kv ||
@@ -43,9 +44,10 @@ ModelRunner::ModelRunner(model::Model& model, backend::Backend& backend, backend
   positions_.reserve(max_tokens);
   slots_.reserve(max_tokens);
   attention_.reserve(max_sequences);
-  logit_rows_.reserve(max_sequences);
+  const auto max_logit_rows = static_cast<size_t>(limits.max_logit_rows);
+  logit_rows_.reserve(max_logit_rows);
   copies_.reserve(max_sequences);
-  logits_.resize(max_sequences * static_cast<size_t>(n_vocab_));
+  logits_.resize(max_logit_rows * static_cast<size_t>(n_vocab_));
 }
 
 Status ModelRunner::check(std::span<const RunnerSequence> sequences) const {
@@ -55,15 +57,23 @@ Status ModelRunner::check(std::span<const RunnerSequence> sequences) const {
                     " requests in a step, more than " + str(limits_.max_sequences));
   }
   int64_t n_tokens = 0;
+  int64_t n_logit_rows = 0;
   for (const RunnerSequence& s : sequences) {
     const int64_t end = static_cast<int64_t>(s.first_position) + s.n_tokens;
     if (s.n_tokens <= 0 || s.first_position < 0) {
       return bad_step("a request runs " + str(s.n_tokens) + " tokens from position " +
                       str(s.first_position));
     }
-    if (end > static_cast<int64_t>(s.tokens.size())) {
-      return bad_step("a request runs tokens up to " + str(end) + " but has " +
-                      str(static_cast<int64_t>(s.tokens.size())));
+    const auto n_known = static_cast<int64_t>(s.tokens.size() + s.draft_tokens.size());
+    if (end > n_known) {
+      return bad_step("a request runs tokens up to " + str(end) + " but has " + str(n_known));
+    }
+    if (s.samples) {
+      if (s.n_logit_rows < 1 || s.n_logit_rows > s.n_tokens) {
+        return bad_step("a request of " + str(s.n_tokens) + " tokens wants logits for " +
+                        str(s.n_logit_rows) + " rows");
+      }
+      n_logit_rows += s.n_logit_rows;
     }
     const int64_t blocks_needed = (end + block_size_ - 1) / block_size_;
     if (static_cast<int64_t>(s.block_table.size()) < blocks_needed) {
@@ -77,6 +87,10 @@ Status ModelRunner::check(std::span<const RunnerSequence> sequences) const {
     return bad_step(str(n_tokens) + " tokens in a step, more than " +
                     str(limits_.max_batch_tokens));
   }
+  if (n_logit_rows > limits_.max_logit_rows) {
+    return bad_step(str(n_logit_rows) + " rows need logits in a step, more than " +
+                    str(limits_.max_logit_rows));
+  }
   return Status::ok_status();
 }
 
@@ -85,13 +99,18 @@ void ModelRunner::append(const RunnerSequence& s) {
   for (int32_t i = 0; i < s.n_tokens; ++i) {
     const int32_t position = s.first_position + i;
     const int32_t block = s.block_table[static_cast<size_t>(position / block_size_)];
-    token_ids_.push_back(s.tokens[static_cast<size_t>(position)]);
+    const auto index = static_cast<size_t>(position);
+    token_ids_.push_back(index < s.tokens.size() ? s.tokens[index]
+                                                 : s.draft_tokens[index - s.tokens.size()]);
     positions_.push_back(position);
     slots_.push_back(static_cast<int64_t>(block) * block_size_ + position % block_size_);
   }
   attention_.push_back(backend::SequenceAttention{query_start, s.n_tokens,
                                                   s.first_position + s.n_tokens, s.block_table});
-  if (s.samples) logit_rows_.push_back(query_start + s.n_tokens - 1);
+  if (!s.samples) return;
+  for (int32_t row = s.n_tokens - s.n_logit_rows; row < s.n_tokens; ++row) {
+    logit_rows_.push_back(query_start + row);
+  }
 }
 
 Expected<model::ForwardBatch> ModelRunner::prepare(std::span<const RunnerSequence> sequences) {

@@ -23,27 +23,38 @@ namespace pagoda::engine {
 struct RunnerSequence {
   int32_t first_position = 0;            // tokens before it already have their K/V in the cache
   int32_t n_tokens = 0;                  // runs tokens [first_position, first_position + n_tokens)
-  bool samples = false;                  // its last row needs next-token logits
+  bool samples = false;                  // its last n_logit_rows rows need logits
   std::span<const int32_t> tokens;       // the request's known tokens (prompt + generated)
   std::span<const int32_t> block_table;  // its KV blocks, token p in block p / block_size
+  // Proposals after `tokens` (speculative decoding): position tokens.size() + i holds
+  // draft_tokens[i]. Run only when the sequence reaches past its known tokens.
+  std::span<const int32_t> draft_tokens = {};
+  // Rows at the end of the sequence that need logits when it samples: 1, or one per
+  // proposal it verifies and the one after them.
+  int32_t n_logit_rows = 1;
 };
 
 struct RunnerLimits {
   int32_t max_batch_tokens = 0;  // tokens per step (the model's LoadOptions::max_batch_tokens)
-  int32_t max_sequences = 0;     // requests per step (<= LoadOptions::max_logit_rows)
+  int32_t max_sequences = 0;     // requests per step
+  // Rows needing logits per step (the model's LoadOptions::max_logit_rows): one per
+  // sampling request, plus its proposals when speculating. 0 means max_sequences.
+  int32_t max_logit_rows = 0;
 };
 
-// The next-token logits of a step's sampling requests, in batch order. Valid until the
-// runner's next step.
+// The next-token logits of a step's sampling requests, in batch order (a request with
+// proposals has one row per proposal before its last row). Valid until the runner's
+// next step.
 class StepLogits {
  public:
   StepLogits(std::span<const float> data, int32_t n_vocab) : data_(data), n_vocab_(n_vocab) {}
   int32_t n_rows() const {
     return static_cast<int32_t>(data_.size() / static_cast<size_t>(n_vocab_));
   }
-  std::span<const float> row(int32_t i) const {  // [n_vocab]
-    return data_.subspan(static_cast<size_t>(i) * static_cast<size_t>(n_vocab_),
-                         static_cast<size_t>(n_vocab_));
+  std::span<const float> row(int32_t i) const { return rows(i, 1); }  // [n_vocab]
+  std::span<const float> rows(int32_t first, int32_t count) const {  // [count][n_vocab]
+    return data_.subspan(static_cast<size_t>(first) * static_cast<size_t>(n_vocab_),
+                         static_cast<size_t>(count) * static_cast<size_t>(n_vocab_));
   }
 
  private:
@@ -90,9 +101,9 @@ class ModelRunner {
   std::vector<int32_t> positions_;  // [<= max_batch_tokens]
   std::vector<int64_t> slots_;      // [<= max_batch_tokens] block_id * block_size + row
   std::vector<backend::SequenceAttention> attention_;  // [<= max_sequences]
-  std::vector<int32_t> logit_rows_;                    // [<= max_sequences]
+  std::vector<int32_t> logit_rows_;                    // [<= max_logit_rows]
   std::vector<backend::KvBlockCopy> copies_;  // [copies of the step]; grows to the largest step
-  std::vector<float> logits_;                 // [max_sequences][n_vocab]
+  std::vector<float> logits_;                 // [max_logit_rows][n_vocab]
 };
 
 }  // namespace pagoda::engine

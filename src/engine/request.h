@@ -11,6 +11,7 @@
 #include <span>
 #include <vector>
 
+#include "engine/draft_length.h"
 #include "engine/request_output.h"
 #include "engine/request_processor.h"
 #include "engine/sampling_params.h"
@@ -41,6 +42,19 @@ struct Request {
   // One of n completions of a prompt: it waits until `parent` has computed all but the
   // last prompt token, then starts from the parent's blocks (copy on write).
   std::optional<RequestId> parent;
+
+  // Speculative decoding: proposed tokens after `tokens`, run by the next step beside
+  // the last token and kept only as far as the target's own choices agree (never part of
+  // `tokens` before that). Empty when the request has no proposal this step.
+  std::vector<int32_t> draft_tokens;
+  bool speculative = true;  // the request lets the engine speculate (when it is configured to)
+  DraftLengthState draft_length;
+  // With a draft model: leading positions whose K/V the draft holds (its own cache, in the
+  // same blocks). It trails num_computed_tokens by at most one (a last proposal that was
+  // kept but never run by the draft); back to 0 when preempted.
+  int32_t draft_computed_tokens = 0;
+  int64_t n_proposed_tokens = 0;  // proposals verified so far
+  int64_t n_accepted_tokens = 0;  // of which kept
 
   RequestStatus status = RequestStatus::kWaiting;
   int32_t n_preemptions = 0;

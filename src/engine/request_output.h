@@ -32,6 +32,10 @@ struct RequestOutput {
   // On a request's first output only (else -1): seconds from Engine::add to the start of
   // the first step that scheduled it, the time it waited in the queue.
   double queued_seconds = -1.0;
+  // Speculative decoding so far: proposals verified for the request, and of them those
+  // kept (on every output of a step that sampled for it).
+  int64_t n_proposed_tokens = 0;
+  int64_t n_accepted_tokens = 0;
   std::string error;                     // set (with finish kAbort) when the engine failed it
 };
 

@@ -1,6 +1,8 @@
 #include "engine/request_processor.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <string>
 #include <utility>
 
 namespace pagoda::engine {
@@ -66,38 +68,63 @@ Expected<RequestOutput> RequestProcessor::process(std::span<const float> logits,
   return emit(context_full);
 }
 
-Status RequestProcessor::sample(std::span<const float> logits) {
-  sampled_.reset();
-  const std::span<const uint32_t> allowed = grammar_ ? grammar_->next_mask() : std::span<const uint32_t>();
-  PAGODA_ASSIGN_OR_RETURN(SampledToken sampled, sampler_.sample(logits, allowed));
-  if (grammar_) PAGODA_TRY(grammar_->accept(sampled.token));
-  sampler_.accept(sampled.token);
-  sampled_ = sampled;
+Status RequestProcessor::sample(std::span<const float> logits, std::span<const int32_t> drafts) {
+  has_sampled_ = false;
+  sampled_.clear();
+  const size_t n_rows = drafts.size() + 1;
+  const size_t n_vocab = logits.size() / n_rows;
+  if (n_vocab * n_rows != logits.size()) {
+    return invalid_argument("request processor: " + std::to_string(logits.size()) +
+                            " logits do not make " + std::to_string(n_rows) + " rows");
+  }
+  for (size_t i = 0; i < n_rows; ++i) {
+    const std::span<const uint32_t> allowed =
+        grammar_ ? grammar_->next_mask() : std::span<const uint32_t>();
+    PAGODA_ASSIGN_OR_RETURN(const SampledToken drawn,
+                            sampler_.sample(logits.subspan(i * n_vocab, n_vocab), allowed));
+    if (grammar_) PAGODA_TRY(grammar_->accept(drawn.token));
+    sampler_.accept(drawn.token);
+    TokenLogprobs& kept = sampled_.emplace_back();
+    kept.token = drawn.token;
+    kept.logprob = drawn.logprob;
+    kept.top.assign(drawn.top.begin(), drawn.top.end());
+    // Past a rejected proposal the rows saw tokens that are not the request's; past a
+    // completed grammar nothing may follow.
+    if (i == drafts.size() || drawn.token != drafts[i] || (grammar_ && grammar_->finished())) break;
+  }
+  has_sampled_ = true;
   return {};
 }
 
 Expected<RequestOutput> RequestProcessor::emit(bool context_full) {
-  if (!sampled_) return internal_error("request processor: no sampled token to emit");
-  const SampledToken sampled = *sampled_;
-  sampled_.reset();
+  return emit_tokens(context_full ? 1 : INT32_MAX);
+}
+
+Expected<RequestOutput> RequestProcessor::emit_tokens(int32_t context_room) {
+  if (!has_sampled_) return internal_error("request processor: no sampled token to emit");
+  has_sampled_ = false;
   RequestOutput output = new_output();
-  output.new_tokens.push_back(sampled.token);
-  if (sampler_.params().logprobs || sampler_.params().top_logprobs > 0) {
-    output.logprobs.push_back(
-        TokenLogprobs{sampled.token, sampled.logprob, {sampled.top.begin(), sampled.top.end()}});
-  }
-  std::string text = detokenizer_.push(sampled.token);
-  // A grammar that can take nothing more ends the request as a stop would.
-  const bool grammar_finished = grammar_ && grammar_->finished();
-  if (context_full || grammar_finished || stop_.n_generated() + 1 >= stop_.max_tokens()) {
-    text += detokenizer_.finish();  // the last token: nothing will complete held bytes
-  }
-  const StopUpdate update = stop_.push(sampled.token, text);
-  output.text.assign(update.text);
-  output.finish = update.finish;
-  if (output.finish == FinishReason::kNone && (context_full || grammar_finished)) {
-    output.text.append(stop_.flush());
-    output.finish = grammar_finished ? FinishReason::kStop : FinishReason::kLength;
+  const bool wants_logprobs = sampler_.params().logprobs || sampler_.params().top_logprobs > 0;
+  for (size_t i = 0; i < sampled_.size(); ++i) {
+    const int32_t token = sampled_[i].token;
+    output.new_tokens.push_back(token);
+    if (wants_logprobs) output.logprobs.push_back(std::move(sampled_[i]));
+    const bool context_full = static_cast<int64_t>(i) + 1 >= context_room;
+    std::string text = detokenizer_.push(token);
+    // A grammar that can take nothing more ends the request as a stop would (only the
+    // last token kept can have completed it).
+    const bool grammar_finished = grammar_ && i + 1 == sampled_.size() && grammar_->finished();
+    if (context_full || grammar_finished || stop_.n_generated() + 1 >= stop_.max_tokens()) {
+      text += detokenizer_.finish();  // the last token: nothing will complete held bytes
+    }
+    const StopUpdate update = stop_.push(token, text);
+    output.text.append(update.text);
+    output.finish = update.finish;
+    if (output.finish == FinishReason::kNone && (context_full || grammar_finished)) {
+      output.text.append(stop_.flush());
+      output.finish = grammar_finished ? FinishReason::kStop : FinishReason::kLength;
+    }
+    if (output.finish != FinishReason::kNone) break;
   }
   output.n_generated_tokens = stop_.n_generated();
   return output;

@@ -11,6 +11,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "core/status.h"
 #include "engine/output_grammar.h"
@@ -44,8 +45,22 @@ class RequestProcessor {
   // several threads at once (each touches only its own request) and the rest in order:
   // sample() draws the next token and keeps it; emit() passes it on as process() does.
   // emit() after a sample() that failed, or twice, is an error.
-  Status sample(std::span<const float> logits);
+  //
+  // With proposals (speculative decoding), `logits` holds 1 + drafts.size() rows
+  // ([rows][n_vocab]): row i follows the request's tokens and drafts[0, i). Each row is
+  // sampled exactly as it would be without speculation (the same stages, the grammar's
+  // mask, the penalties of the tokens before it, the next draw of the request's
+  // generator), and verification goes on while the token drawn equals the proposal. So
+  // the tokens kept are those decoding one at a time gives, draw for draw: for greedy,
+  // the argmax; when sampling, drawing from p and keeping the proposal when the draw
+  // lands on it is the rejection rule for a point-mass proposal (kept with chance p(d);
+  // otherwise the draw is distributed as p without d, renormalised).
+  Status sample(std::span<const float> logits, std::span<const int32_t> drafts = {});
   Expected<RequestOutput> emit(bool context_full);
+  // emit() for every token sample() kept, in order, up to the first that finishes the
+  // request. `context_room`: tokens the request may still gain before it holds
+  // max_model_len (the token that fills it is the last).
+  Expected<RequestOutput> emit_tokens(int32_t context_room);
 
   // The last output of a request ended from outside (an abort, an engine error): text
   // still held back, finish kAbort, and `error` when the engine failed it.
@@ -74,7 +89,10 @@ class RequestProcessor {
   std::chrono::steady_clock::time_point created_ = std::chrono::steady_clock::now();
   double queued_seconds_ = -1.0;  // set by mark_scheduled
   bool sent_first_output_ = false;
-  std::optional<SampledToken> sampled_;  // sample()'s token, until emit() takes it
+  // sample()'s tokens (with log-probabilities when asked), until emit() takes them; the
+  // capacity is kept between steps.
+  std::vector<TokenLogprobs> sampled_;
+  bool has_sampled_ = false;
 };
 
 }  // namespace pagoda::engine

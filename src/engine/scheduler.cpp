@@ -3,6 +3,7 @@
 #include "engine/scheduler.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <string>
 #include <utility>
 
@@ -102,19 +103,31 @@ void Scheduler::update(const SchedulerOutput& output, std::span<const SampledTok
         request->num_computed_tokens != entry.first_position) {
       continue;  // finished since, or this entry was applied already
     }
-    request->num_computed_tokens += entry.n_tokens;
+    // The proposals count once kept (below); their K/V rows past that are stale.
+    request->num_computed_tokens += entry.n_tokens - entry.n_draft_tokens;
   }
   for (const SampledTokenUpdate& token : sampled) {
     Request* request = find(token.id);
     // A token is only due once every known token has been run.
-    if (request != nullptr && request->status == RequestStatus::kRunning &&
-        request->num_computed_tokens == request->num_tokens()) {
-      request->tokens.push_back(token.token);
+    if (request == nullptr || request->status != RequestStatus::kRunning ||
+        request->num_computed_tokens != request->num_tokens()) {
+      continue;
     }
+    const auto n_kept = static_cast<size_t>(
+        std::clamp<int32_t>(token.n_accepted_drafts, 0, static_cast<int32_t>(request->draft_tokens.size())));
+    request->tokens.insert(request->tokens.end(), request->draft_tokens.begin(),
+                           request->draft_tokens.begin() + static_cast<std::ptrdiff_t>(n_kept));
+    request->num_computed_tokens += static_cast<int32_t>(n_kept);
+    request->tokens.push_back(token.token);
+    stats_.n_accepted_draft_tokens += static_cast<int64_t>(n_kept);
   }
   for (const ScheduledRequest& entry : output.scheduled) {
-    const Request* request = find(entry.id);
+    Request* request = find(entry.id);
     if (request == nullptr || request->status != RequestStatus::kRunning) continue;
+    if (entry.n_draft_tokens > 0) {
+      request->draft_tokens.clear();
+      kv_.truncate(request->id, request->num_tokens());
+    }
     kv_.cache_full_blocks(request->id, request->tokens, request->num_computed_tokens,
                           request->cache_salt);
   }

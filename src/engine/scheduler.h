@@ -26,6 +26,9 @@
 //    block holding it, which gives it its own logits. A child whose parent is not
 //    running any more (finished, aborted, preempted) is admitted like any request; the
 //    prefix cache then finds what its parent left.
+//  - Speculation: a running request's proposals (Request::draft_tokens) run in the same
+//    step as its last token, as many as the budget and the context leave room for;
+//    update() keeps the accepted ones and gives back the blocks written past them.
 //  - Context: no position at or past max_model_len is ever scheduled. add() rejects
 //    prompts that leave no room for one generated token, and the engine finishes a
 //    request ("length") when num_tokens reaches max_model_len, so in practice positions
@@ -62,8 +65,14 @@ struct SchedulerStats {
   // excluded), a forked child's recomputed last prompt token, and generated tokens
   // recomputed after a preemption. Counted when schedule() returns them.
   int64_t n_prefilled_tokens = 0;
-  // Tokens run as single-token steps of a generated token (position >= n_prompt_tokens).
+  // Tokens run as single-token steps of a generated token (position >= n_prompt_tokens),
+  // and the proposals verified beside such a token.
   int64_t n_decoded_tokens = 0;
+  // Speculative decoding: proposals verified, and of them those kept (counted by
+  // update()); request-steps that verified at least one proposal.
+  int64_t n_draft_tokens = 0;
+  int64_t n_accepted_draft_tokens = 0;
+  int64_t n_speculative_steps = 0;
   // The prefix cache as admissions used it: one query per admission of a waiting
   // request (first admission or resume), not per lookup, since a request that cannot
   // get blocks is looked up again every step until it can.
@@ -89,10 +98,12 @@ class Scheduler {
   // Decides the next step; empty when nothing can run.
   SchedulerOutput schedule();
   // Applies a finished step: every scheduled request's num_computed_tokens advances by
-  // its n_tokens, sampled tokens are appended (one per request with `samples`), and
-  // newly full blocks go to the prefix cache. Ids that are no longer queued (finished
-  // since schedule()) are skipped, and so is an entry already applied, or a token for
-  // a request that still has tokens to compute.
+  // its n_tokens less the proposals it did not keep, kept proposals and sampled tokens
+  // are appended (one sampled token per request with `samples`), the KV blocks past a
+  // request's kept tokens go back to the pool, its proposals are cleared, and newly full
+  // blocks go to the prefix cache. Ids that are no longer queued (finished since
+  // schedule()) are skipped, and so is an entry already applied, or a token for a
+  // request that still has tokens to compute.
   void update(const SchedulerOutput& output, std::span<const SampledTokenUpdate> sampled);
   // Ends a request, waiting or running: its blocks return to the pool at once. Returns
   // it (status kFinished), or nullptr for an unknown id.
@@ -122,6 +133,9 @@ class Scheduler {
   // Tokens `request` may run from position `from`: up to its last known token and never
   // past the context.
   int32_t runnable_tokens(const Request& request, int32_t from) const;
+  // Tokens `request` runs this step within `budget`, its proposals included (trimmed to
+  // what fits).
+  int32_t runnable_with_drafts(Request& request, int32_t budget) const;
   void push_scheduled(SchedulerOutput& output, const Request& request, int32_t n_tokens);
   void count_step(const SchedulerOutput& output);
 

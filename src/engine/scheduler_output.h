@@ -15,8 +15,11 @@ struct ScheduledRequest {
   RequestId id = 0;
   int32_t first_position = 0;  // its num_computed_tokens before the step
   int32_t n_tokens = 0;        // runs tokens [first_position, first_position + n_tokens)
+  // Of which the request's proposals (the last n_draft_tokens rows), verified this step.
+  int32_t n_draft_tokens = 0;
   // The step reaches the end of the request's known tokens: its last row needs logits
-  // and a token is sampled (false for a chunk in the middle of a prompt).
+  // and a token is sampled (false for a chunk in the middle of a prompt). With
+  // proposals, the last n_draft_tokens + 1 rows need logits.
   bool samples = false;
 };
 
@@ -28,10 +31,12 @@ struct SchedulerOutput {
   bool empty() const { return scheduled.empty(); }
 };
 
-// A token the engine sampled for a scheduled request (in the order of `scheduled`).
+// What the engine sampled for a scheduled request (in the order of `scheduled`): the
+// first n_accepted_drafts of its proposals were kept, then `token` follows them.
 struct SampledTokenUpdate {
   RequestId id = 0;
   int32_t token = 0;
+  int32_t n_accepted_drafts = 0;
 };
 
 }  // namespace pagoda::engine

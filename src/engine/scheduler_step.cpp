@@ -39,19 +39,33 @@ int32_t Scheduler::runnable_tokens(const Request& request, int32_t from) const {
 
 void Scheduler::push_scheduled(SchedulerOutput& output, const Request& request, int32_t n_tokens) {
   const int32_t first = request.num_computed_tokens;
+  const auto n_drafts = static_cast<int32_t>(request.draft_tokens.size());
   output.scheduled.push_back({.id = request.id,
                               .first_position = first,
                               .n_tokens = n_tokens,
-                              .samples = first + n_tokens == request.num_tokens()});
+                              .n_draft_tokens = n_drafts,
+                              .samples = first + n_tokens == request.num_tokens() + n_drafts});
   output.n_tokens += n_tokens;
+}
+
+// Proposals run after the last known token, never past the context (see the header),
+// as many as the budget leaves room for: those cut are dropped.
+int32_t Scheduler::runnable_with_drafts(Request& request, int32_t budget) const {
+  const int32_t from = request.num_computed_tokens;
+  const int32_t known = runnable_tokens(request, from);
+  if (request.draft_tokens.empty()) return std::min(known, budget);
+  const int32_t room = config_.max_model_len - 1 - request.num_tokens();
+  const int32_t n_drafts = std::clamp(std::min(budget - known, room), 0,
+                                      static_cast<int32_t>(request.draft_tokens.size()));
+  request.draft_tokens.resize(static_cast<size_t>(n_drafts));
+  return std::min(known, budget) + n_drafts;
 }
 
 // Returns the budget left.
 int32_t Scheduler::schedule_running(SchedulerOutput& output, int32_t budget) {
   for (size_t i = 0; i < running_.size() && budget > 0; ++i) {
     Request& request = *running_[i];
-    const int32_t n_tokens =
-        std::min(runnable_tokens(request, request.num_computed_tokens), budget);
+    const int32_t n_tokens = runnable_with_drafts(request, budget);
     if (n_tokens <= 0) continue;  // at the context's end: the engine finishes it
     // Victims come from the back of the queue, so a preempted request was never
     // scheduled earlier in this step; when the victim is `request` itself, it was the
@@ -79,6 +93,8 @@ void Scheduler::preempt(Request& request, SchedulerOutput& output) {
   remove_from(running_, &request);
   kv_.free(request.id);
   request.num_computed_tokens = 0;
+  request.draft_tokens.clear();
+  request.draft_computed_tokens = 0;
   request.status = RequestStatus::kWaiting;
   ++request.n_preemptions;
   ++stats_.n_preemptions;
@@ -175,8 +191,11 @@ Scheduler::ParentLink Scheduler::parent_link(const Request& child) const {
 void Scheduler::count_step(const SchedulerOutput& output) {
   for (const ScheduledRequest& entry : output.scheduled) {
     const Request& request = *find(entry.id);
-    if (entry.n_tokens == 1 && entry.first_position >= request.n_prompt_tokens) {
-      ++stats_.n_decoded_tokens;
+    if (entry.n_tokens == 1 + entry.n_draft_tokens &&
+        entry.first_position >= request.n_prompt_tokens) {
+      stats_.n_decoded_tokens += entry.n_tokens;
+      stats_.n_draft_tokens += entry.n_draft_tokens;
+      if (entry.n_draft_tokens > 0) ++stats_.n_speculative_steps;
     } else {
       stats_.n_prefilled_tokens += entry.n_tokens;
     }

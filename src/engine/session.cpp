@@ -42,9 +42,10 @@ bool take_output(RequestOutput& output, Clock::time_point start, const Session::
 
 Expected<std::unique_ptr<Session>> Session::create(model::Model& model, backend::Backend& backend,
                                                    const tokenizer::Tokenizer& tokenizer,
-                                                   const EngineConfig& config) {
+                                                   const EngineConfig& config,
+                                                 model::Model* draft_model) {
   PAGODA_ASSIGN_OR_RETURN(std::unique_ptr<EngineCore> core,
-                          EngineCore::create(model, backend, tokenizer, config));
+                          EngineCore::create(model, backend, tokenizer, config, draft_model));
   return std::unique_ptr<Session>(new Session(std::move(core)));
 }
 

@@ -52,7 +52,8 @@ class Session {
   // See EngineCore::create (model, backend and tokenizer must outlive the session).
   static Expected<std::unique_ptr<Session>> create(model::Model& model, backend::Backend& backend,
                                                    const tokenizer::Tokenizer& tokenizer,
-                                                   const EngineConfig& config);
+                                                   const EngineConfig& config,
+                                                  model::Model* draft_model = nullptr);
 
   // Runs one request (n must be 1) until it finishes, handing each piece of new text to
   // `on_text` (may be null). Fails on a request the engine refuses (an empty prompt, one

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cstddef>
 #include <utility>
 
 namespace pagoda::kv {
@@ -188,6 +189,23 @@ void KvCacheManager::free(RequestId id) {
   std::reverse(blocks.begin(), blocks.end());
   pool_.release(blocks);
   tables_.erase(found);
+  std::erase_if(copies_, [this](const BlockCopy& copy) {
+    return pool_.ref_count(copy.dst) == 0 && !pool_.cached_hash(copy.dst);
+  });
+}
+
+void KvCacheManager::truncate(RequestId id, int32_t n_tokens) {
+  const auto found = tables_.find(id);
+  if (found == tables_.end()) return;
+  Table& table = found->second;
+  const size_t block_size = static_cast<size_t>(pool_.block_size());
+  const size_t keep = (static_cast<size_t>(std::max(n_tokens, 0)) + block_size - 1) / block_size;
+  if (table.blocks.size() <= keep) return;
+  std::vector<BlockId> cut(table.blocks.begin() + static_cast<std::ptrdiff_t>(keep), table.blocks.end());
+  std::reverse(cut.begin(), cut.end());
+  table.blocks.resize(keep);
+  if (table.hashes.size() > keep) table.hashes.resize(keep);
+  pool_.release(cut);
   std::erase_if(copies_, [this](const BlockCopy& copy) {
     return pool_.ref_count(copy.dst) == 0 && !pool_.cached_hash(copy.dst);
   });

@@ -82,6 +82,12 @@ class KvCacheManager {
   // hold a table and `child` none (checked by assert).
   void fork(RequestId parent, RequestId child);
 
+  // Keeps only the blocks of `id` that tokens [0, n_tokens) occupy, returning the rest to
+  // the pool, last first: a speculative step wrote K/V for proposals past what was
+  // accepted. The cut blocks were never registered in the prefix cache (registration
+  // only covers computed tokens, and these were rolled back). Unknown ids are ignored.
+  void truncate(RequestId id, int32_t n_tokens);
+
   // Returns every block of `id` to the pool, its last block first, and forgets `id`.
   // Unknown ids are ignored.
   void free(RequestId id);

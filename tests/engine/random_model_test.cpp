@@ -15,6 +15,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "gguf/reader.h"
 #include "model/model.h"
+#include "temp_file.h"
 #include "test_data.h"
 #include "tokenizer/tokenizer.h"
 
@@ -23,22 +24,9 @@ namespace {
 
 using tools::RandomModelSpec;
 using tools::write_random_model;
+using testing::TempFile;
 
 const std::string kStories = pagoda::testing::model_path("stories260K.gguf");
-
-// A file path in the test's temporary folder, removed when the test ends.
-class TempFile {
- public:
-  explicit TempFile(const std::string& name)
-      : path_((std::filesystem::temp_directory_path() /
-               ("pagoda_" + std::to_string(::getpid()) + "_" + name))
-                  .string()) {}
-  ~TempFile() { std::remove(path_.c_str()); }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 RandomModelSpec tiny_spec(const std::string& architecture) {
   RandomModelSpec spec;

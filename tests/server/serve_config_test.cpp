@@ -76,10 +76,16 @@ TEST(ServeConfig, EveryFlag) {
        "256", "--max-batched-tokens", "128", "--max-running", "8", "--block-size", "32",
        "--kv-cache-type", "q8_0", "--kv-cache-memory", "512MiB", "--no-prefix-caching",
        "--prefix-cache-eviction", "lfu", "--max-priority-boost", "4", "--no-metrics",
-       "--metrics-path", "/prom"});
+       "--metrics-path", "/prom", "--no-speculative-ngram", "--speculative-model", kModel,
+       "--num-speculative-tokens", "5", "--speculative-ngram-min", "3", "--speculative-ngram-max", "6"});
   ASSERT_TRUE(config.ok()) << config.status().message();
   const ServeConfig& c = *config;
   EXPECT_EQ(c.model_name, "tiny");
+  EXPECT_EQ(c.engine.speculative.method, engine::SpeculativeMethod::kDraft);
+  EXPECT_EQ(c.engine.speculative.draft_model_path, kModel);
+  EXPECT_EQ(c.engine.speculative.num_speculative_tokens, 5);
+  EXPECT_EQ(c.engine.speculative.ngram_min, 3);
+  EXPECT_EQ(c.engine.speculative.ngram_max, 6);
   EXPECT_EQ(c.chat_template_file, tmpl);
   EXPECT_EQ(c.backend.cpu.numerics, backend::CpuNumerics::kReference);
   EXPECT_EQ(c.backend.cpu.n_threads, 3);
@@ -119,6 +125,30 @@ TEST(ServeConfig, EveryFlag) {
   for (const auto& [name, source] : c.sources) {
     EXPECT_EQ(source, "--" + name) << "every setting came from its flag";
   }
+}
+
+TEST(ServeConfig, SpeculationTakesOneMethodAndChecksItsValues) {
+  const Expected<ServeConfig> ngram = Resolve{}({"--model", kModel, "--speculative-ngram"});
+  ASSERT_TRUE(ngram.ok()) << ngram.status().message();
+  EXPECT_EQ(ngram->engine.speculative.method, engine::SpeculativeMethod::kNgram);
+  EXPECT_EQ(ngram->engine.speculative.max_draft_tokens(), 3);
+  const Expected<ServeConfig> none = Resolve{}({"--model", kModel});
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none->engine.speculative.method, engine::SpeculativeMethod::kNone);
+  EXPECT_EQ(none->engine.speculative.max_draft_tokens(), 0);
+
+  const Expected<ServeConfig> both =
+      Resolve{}({"--model", kModel, "--speculative-ngram", "--speculative-model", kModel});
+  ASSERT_FALSE(both.ok());
+  EXPECT_NE(both.status().message().find("choose one way to speculate"), std::string::npos)
+      << both.status().message();
+  const Expected<ServeConfig> missing =
+      Resolve{}({"--model", kModel, "--speculative-model", "/nonexistent/draft.gguf"});
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("no such file: /nonexistent/draft.gguf"), std::string::npos)
+      << missing.status().message();
+  EXPECT_FALSE(Resolve{}({"--model", kModel, "--num-speculative-tokens", "17"}).ok());
+  EXPECT_FALSE(Resolve{}({"--model", kModel, "--speculative-ngram-min", "0"}).ok());
 }
 
 TEST(ServeConfig, FlagBeatsEnvironmentBeatsFileBeatsDefault) {

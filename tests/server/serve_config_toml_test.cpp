@@ -68,7 +68,8 @@ TEST(ServeConfig, TomlSectionsAsAnOperatorWritesThem) {
       "block_size = 32\n"
       "[logging]\nlevel = \"warn\"\nformat = \"json\"\n"
       "[limits]\nrate_limit_rpm = 60\nmax_queued = 7\nmax-body-bytes = \"1MiB\"\n"
-      "[metrics]\nenabled = true\npath = \"/internal/metrics\"\n");
+      "[metrics]\nenabled = true\npath = \"/internal/metrics\"\n"
+      "[speculative]\nngram = true\nnum_tokens = 6\nngram_min = 1\nngram_max = 5\n");
   const Expected<ServeConfig> config = Resolve{}({"--config", file});
   ASSERT_TRUE(config.ok()) << config.status().message();
   const ServeConfig& c = *config;
@@ -97,6 +98,10 @@ TEST(ServeConfig, TomlSectionsAsAnOperatorWritesThem) {
   EXPECT_EQ(c.sources.at("max-body-bytes"), file + ":27: limits.max-body-bytes");
   EXPECT_TRUE(c.metrics);
   EXPECT_EQ(c.metrics_path, "/internal/metrics");
+  EXPECT_EQ(c.engine.speculative.method, engine::SpeculativeMethod::kNgram);
+  EXPECT_EQ(c.engine.speculative.num_speculative_tokens, 6);
+  EXPECT_EQ(c.engine.speculative.ngram_min, 1);
+  EXPECT_EQ(c.engine.speculative.ngram_max, 5);
 }
 
 TEST(ServeConfig, PrintConfigShowsEveryValueAndItsSource) {
@@ -151,7 +156,7 @@ TEST(ServeConfig, TomlErrorsNameFileLineAndKey) {
   EXPECT_EQ(error_of("[cache]\nkv_memory = 1\n[server]\nmodel = \"x\"\n"),
             f + ":4: unknown setting 'server.model' (see pagoda serve --help)");
   EXPECT_EQ(error_of("\n[cahce]\nkv_memory = 1\n"),
-            f + ":2: unknown section [cahce] (sections: server, model, engine, cache, logging, metrics, limits)");
+            f + ":2: unknown section [cahce] (sections: server, model, engine, cache, speculative, logging, metrics, limits)");
   EXPECT_EQ(error_of("[metrics]\npath = \"/health\"\n"),
             f + ":2: metrics.path: '/health' is a path the server already serves");
   // (toml++ orders keys, so "max-queued" is read first.)

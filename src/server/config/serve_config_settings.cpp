@@ -53,6 +53,28 @@ Status set_existing_file(std::string& field, const Values& values) {
   return Status::ok_status();
 }
 
+Status one_speculative_method() {
+  return invalid_argument("choose one way to speculate: speculative-ngram or speculative-model");
+}
+
+Status set_speculative_ngram(ServeConfig& c, const Values& v) {
+  bool on = false;
+  PAGODA_TRY(set_bool(on, v));
+  engine::SpeculativeConfig& s = c.engine.speculative;
+  if (on && s.method == engine::SpeculativeMethod::kDraft) return one_speculative_method();
+  if (on) s.method = engine::SpeculativeMethod::kNgram;
+  if (!on && s.method == engine::SpeculativeMethod::kNgram) s.method = engine::SpeculativeMethod::kNone;
+  return Status::ok_status();
+}
+
+Status set_speculative_model(ServeConfig& c, const Values& v) {
+  engine::SpeculativeConfig& s = c.engine.speculative;
+  if (s.method == engine::SpeculativeMethod::kNgram) return one_speculative_method();
+  PAGODA_TRY(set_existing_file(s.draft_model_path, v));
+  s.method = engine::SpeculativeMethod::kDraft;
+  return Status::ok_status();
+}
+
 Status set_max_model_len(ServeConfig& c, const Values& v) {
   PAGODA_ASSIGN_OR_RETURN(const int64_t value,
                           parse_integer(v.back(), 0, std::numeric_limits<int32_t>::max()));
@@ -244,6 +266,26 @@ const SettingSpec kSettings[] = {
        PAGODA_ASSIGN_OR_RETURN(c.engine.prefix_cache_eviction, kv::parse_eviction_policy(v.back()));
        return Status::ok_status();
      }},
+    // Speculative decoding.
+    {"speculative-ngram", "", SettingKind::kBool, "", "off", kEngine,
+     "Speculative decoding by prompt lookup: propose what followed the latest earlier "
+     "occurrence of a request's last tokens (the same output, fewer steps)",
+     set_speculative_ngram},
+    {"speculative-model", "", SettingKind::kText, "FILE", "", kEngine,
+     "Speculative decoding with a draft model: a smaller GGUF with the same vocabulary "
+     "proposes, the model verifies (the same output distribution)",
+     set_speculative_model},
+    {"num-speculative-tokens", "", SettingKind::kInteger, "INT", "0", kEngine,
+     "Proposals a request verifies per step at most (0: 3 for prompt lookup, 4 for a draft model)",
+     [](ServeConfig& c, const Values& v) {
+       return set_integer(c.engine.speculative.num_speculative_tokens, v, 0, 16);
+     }},
+    {"speculative-ngram-min", "", SettingKind::kInteger, "INT", "2", kEngine,
+     "Shortest suffix of a request that prompt lookup matches",
+     [](ServeConfig& c, const Values& v) { return set_integer(c.engine.speculative.ngram_min, v, 1, 16); }},
+    {"speculative-ngram-max", "", SettingKind::kInteger, "INT", "4", kEngine,
+     "Longest suffix of a request that prompt lookup matches",
+     [](ServeConfig& c, const Values& v) { return set_integer(c.engine.speculative.ngram_max, v, 1, 16); }},
 };
 
 bool same_name(std::string_view a, std::string_view b) {

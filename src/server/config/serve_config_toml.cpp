@@ -117,6 +117,13 @@ constexpr SectionKey kSectionKeys[] = {
     {"cache", "eviction_policy", "prefix-cache-eviction"},
     {"cache", "eviction", "prefix-cache-eviction"},
     {"cache", "prefix_cache_eviction", "prefix-cache-eviction"},
+    {"speculative", "ngram", "speculative-ngram"},
+    {"speculative", "model", "speculative-model"},
+    {"speculative", "draft_model", "speculative-model"},
+    {"speculative", "num_tokens", "num-speculative-tokens"},
+    {"speculative", "num_speculative_tokens", "num-speculative-tokens"},
+    {"speculative", "ngram_min", "speculative-ngram-min"},
+    {"speculative", "ngram_max", "speculative-ngram-max"},
     {"metrics", "enabled", "metrics"},
     {"metrics", "path", "metrics-path"},
     {"metrics", "metrics_path", "metrics-path"},
@@ -203,7 +210,7 @@ Expected<std::vector<TomlSetting>> parse_toml_settings(std::string_view text, co
     if (!is_section(name)) {
       return invalid_argument(path + ":" + std::to_string(node.source().begin.line) +
                               ": unknown section [" + name +
-                              "] (sections: server, model, engine, cache, logging, metrics, limits)");
+                              "] (sections: server, model, engine, cache, speculative, logging, metrics, limits)");
     }
     for (const auto& [inner_key, inner] : *section) {
       const std::string inner_name(inner_key.str());

@@ -49,6 +49,8 @@ std::string text_line(const AccessRecord& r, bool log_prompts) {
                      text_field(r.remote);
   if (r.prompt_tokens) line += " prompt_tokens=" + std::to_string(*r.prompt_tokens);
   if (r.completion_tokens) line += " completion_tokens=" + std::to_string(*r.completion_tokens);
+  if (r.proposed_tokens) line += " spec_proposed=" + std::to_string(*r.proposed_tokens);
+  if (r.accepted_tokens) line += " spec_accepted=" + std::to_string(*r.accepted_tokens);
   if (r.ttft_seconds) line += " ttft=" + seconds_text(*r.ttft_seconds);
   line += " latency=" + seconds_text(r.latency_seconds);
   line += " bytes=" + std::to_string(r.bytes_sent);
@@ -65,6 +67,8 @@ std::string json_line(const AccessRecord& r, bool log_prompts) {
   j["remote"] = r.remote;
   if (r.prompt_tokens) j["prompt_tokens"] = *r.prompt_tokens;
   if (r.completion_tokens) j["completion_tokens"] = *r.completion_tokens;
+  if (r.proposed_tokens) j["spec_proposed"] = *r.proposed_tokens;
+  if (r.accepted_tokens) j["spec_accepted"] = *r.accepted_tokens;
   if (r.ttft_seconds) j["ttft_s"] = *r.ttft_seconds;
   j["latency_s"] = r.latency_seconds;
   j["bytes"] = r.bytes_sent;

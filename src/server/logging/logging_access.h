@@ -8,7 +8,8 @@
 //          "completion_tokens":34,"ttft_s":0.123,"latency_s":1.234,"bytes":5678}
 //
 // (each on one line). Fields that do not apply (no generation: tokens and ttft) are left
-// out. Prompts are private: the prompt appears only when the server runs with
+// out; a request the engine speculated for adds spec_proposed=N spec_accepted=M
+// ("spec_proposed", "spec_accepted"). Prompts are private: the prompt appears only when the server runs with
 // --log-prompts. Everything a client controls (path, request id, prompt) is escaped, so a
 // line can never be split or forged.
 
@@ -30,6 +31,9 @@ struct AccessRecord {
   std::optional<int64_t> prompt_tokens;      // generation requests only
   std::optional<int64_t> completion_tokens;  // all choices together
   std::optional<double> ttft_seconds;        // to the first generated token
+  // Speculative decoding (requests that verified proposals): proposals verified, kept.
+  std::optional<int64_t> proposed_tokens;
+  std::optional<int64_t> accepted_tokens;
   double latency_seconds = 0.0;              // arrival to last byte
   size_t bytes_sent = 0;                     // body bytes
   std::string prompt;           // the prompt text; logged only with log_prompts

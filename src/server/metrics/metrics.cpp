@@ -112,6 +112,26 @@ void ServerMetrics::render_engine(ExpositionWriter& out, const engine::EngineSta
   out.single("pagoda_num_preemptions_total",
              "Running requests preempted (KV blocks freed, recomputed later).",
              MetricType::kCounter, static_cast<double>(stats.scheduler.n_preemptions));
+  // Speculative decoding (zero when the server does not speculate).
+  const engine::SchedulerStats& s = stats.scheduler;
+  out.single("pagoda_spec_decode_num_draft_tokens_total", "Proposed tokens verified by the model.",
+             MetricType::kCounter, static_cast<double>(s.n_draft_tokens));
+  out.single("pagoda_spec_decode_num_accepted_tokens_total",
+             "Proposed tokens the model's own choices agreed with (kept).", MetricType::kCounter,
+             static_cast<double>(s.n_accepted_draft_tokens));
+  out.single("pagoda_spec_decode_num_verifying_steps_total",
+             "Request-steps that verified at least one proposal.", MetricType::kCounter,
+             static_cast<double>(s.n_speculative_steps));
+  out.single("pagoda_spec_decode_acceptance_ratio",
+             "Kept share of the proposals verified since start (0 to 1).", MetricType::kGauge,
+             s.n_draft_tokens > 0 ? static_cast<double>(s.n_accepted_draft_tokens) /
+                                        static_cast<double>(s.n_draft_tokens)
+                                  : 0.0);
+  out.single("pagoda_spec_decode_mean_accepted_length",
+             "Proposals kept per verifying request-step, since start.", MetricType::kGauge,
+             s.n_speculative_steps > 0 ? static_cast<double>(s.n_accepted_draft_tokens) /
+                                             static_cast<double>(s.n_speculative_steps)
+                                       : 0.0);
 }
 
 void ServerMetrics::render_process(ExpositionWriter& out) {

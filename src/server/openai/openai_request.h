@@ -69,6 +69,9 @@ struct GenerationOptions {
   // vLLM's `priority`: lower values are scheduled first and preempted last (default 0).
   // Any 32-bit integer parses; the service bounds how far ahead a request may ask to go.
   int32_t priority = 0;
+  // `speculative: false` keeps the engine from speculating for this request (when the
+  // server speculates); the output is the same either way.
+  bool speculative = true;
 };
 
 // How the output is constrained (see docs in the header's top comment). `param` is the

@@ -125,6 +125,7 @@ void read_shared_options(FieldReader& reader, int32_t n_vocab, GenerationOptions
   options.priority = static_cast<int32_t>(
       reader.integer("priority", {std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max()})
           .value_or(0));
+  options.speculative = reader.boolean("speculative").value_or(true);
   read_extensions(reader, options);
 }
 

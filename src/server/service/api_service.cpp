@@ -212,6 +212,10 @@ void ApiService::log_request(Call& call, const Handled& handled) {
     record.completion_tokens = handled.generation->completion_tokens;
     if (handled.generation->ttft_seconds >= 0.0)
       record.ttft_seconds = handled.generation->ttft_seconds;
+    if (handled.generation->proposed_tokens > 0) {
+      record.proposed_tokens = handled.generation->proposed_tokens;
+      record.accepted_tokens = handled.generation->accepted_tokens;
+    }
   }
   record.latency_seconds = std::chrono::duration<double>(Clock::now() - call.arrival).count();
   record.bytes_sent = exchange.bytes_sent();

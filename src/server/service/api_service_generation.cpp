@@ -47,6 +47,8 @@ struct ChoiceState {
   Clock::time_point last_token{};
   int32_t n_tokens = 0;
   double queued_seconds = -1.0;  // from the engine's first output of the choice
+  int64_t n_proposed_tokens = 0;  // speculative decoding: proposals verified, so far
+  int64_t n_accepted_tokens = 0;  // of which kept
   std::unique_ptr<tools::ToolCallStreamParser> tool_parser;  // streamed chat with tools
 };
 
@@ -118,6 +120,7 @@ class GenerationRun {
       request.stop.max_tokens = job_.prompts[i].max_tokens;
       request.n = n;
       request.priority = job_.options.priority;
+      request.speculative = job_.options.speculative;
       outcome_.prompt_tokens += static_cast<int32_t>(request.prompt.size());
       Expected<std::vector<engine::RequestId>> ids =
           services_.engine->add(std::move(request), bridge_.sink());
@@ -137,6 +140,8 @@ class GenerationRun {
     ChoiceState& choice = choices_[static_cast<size_t>(it->second)];
     const Clock::time_point now = Clock::now();
     if (output.queued_seconds >= 0.0) choice.queued_seconds = output.queued_seconds;
+    choice.n_proposed_tokens = std::max(choice.n_proposed_tokens, output.n_proposed_tokens);
+    choice.n_accepted_tokens = std::max(choice.n_accepted_tokens, output.n_accepted_tokens);
     if (!output.new_tokens.empty()) {
       if (choice.n_tokens == 0) choice.first_token = now;
       choice.last_token = now;
@@ -353,6 +358,10 @@ class GenerationRun {
     metrics.observe_e2e(seconds_between(arrival_, Clock::now()));
     outcome_.completion_tokens = totals.completion_tokens;
     outcome_.cached_prompt_tokens = totals.cached_prompt_tokens;
+    for (const ChoiceState& choice : choices_) {
+      outcome_.proposed_tokens += choice.n_proposed_tokens;
+      outcome_.accepted_tokens += choice.n_accepted_tokens;
+    }
     for (const ChoiceState& choice : choices_) {
       if (choice.queued_seconds >= 0.0) metrics.observe_queue_time(choice.queued_seconds);
       if (choice.n_tokens == 0) continue;

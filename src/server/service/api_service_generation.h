@@ -89,6 +89,9 @@ struct GenerationOutcome {
   int32_t completion_tokens = 0;
   int32_t cached_prompt_tokens = 0;
   double ttft_seconds = -1.0;  // from arrival to the first generated token; < 0: none
+  // Speculative decoding, all choices together: proposals verified, and of them kept.
+  int64_t proposed_tokens = 0;
+  int64_t accepted_tokens = 0;
 };
 
 struct GenerationServices {

@@ -1,0 +1,81 @@
+#include "engine/draft_proposer.h"
+
+#include <utility>
+
+#include "engine/sampler_stages.h"
+
+namespace pagoda::engine {
+
+Expected<std::unique_ptr<DraftProposer>> DraftProposer::create(model::Model& draft,
+                                                               backend::Backend& backend,
+                                                               const EngineConfig& config,
+                                                               int32_t n_blocks) {
+  backend::KvCacheShape shape = model::kv_cache_shape(draft.config(), n_blocks, config.block_size, config.kv_type);
+  PAGODA_ASSIGN_OR_RETURN(std::unique_ptr<backend::KvStorage> storage, backend.allocate_kv(shape));
+  const model::LoadOptions load = config.draft_load_options();
+  const RunnerLimits limits{.max_batch_tokens = load.max_batch_tokens,
+                            .max_sequences = config.scheduler.max_running,
+                            .max_logit_rows = load.max_logit_rows};
+  PAGODA_ASSIGN_OR_RETURN(ModelRunner runner, ModelRunner::create(draft, backend, *storage, limits));
+  return std::unique_ptr<DraftProposer>(new DraftProposer(std::move(storage), std::move(runner)));
+}
+
+uint64_t DraftProposer::block_bytes(const model::Model& draft, const EngineConfig& config) {
+  return model::kv_cache_shape(draft.config(), 1, config.block_size, config.kv_type).block_bytes();
+}
+
+DraftProposer::DraftProposer(std::unique_ptr<backend::KvStorage> storage, ModelRunner runner)
+    : storage_(std::move(storage)), runner_(std::move(runner)) {}
+
+Status DraftProposer::propose(const SchedulerOutput& plan, Scheduler& scheduler,
+                              const kv::KvCacheManager& kv) {
+  sequences_.clear();
+  proposing_.clear();
+  for (const ScheduledRequest& entry : plan.scheduled) {
+    Request* request = scheduler.find(entry.id);
+    if (request == nullptr) continue;
+    const int32_t first = entry.first_position;
+    const int32_t known_end = first + entry.n_tokens - entry.n_draft_tokens;
+    const int32_t start = request->draft_computed_tokens == first - 1 ? first - 1 : first;
+    RunnerSequence sequence;
+    sequence.first_position = start;
+    sequence.n_tokens = known_end - start;
+    sequence.samples = entry.n_draft_tokens > 0;
+    sequence.tokens = request->tokens;
+    sequence.block_table = kv.block_table(entry.id);
+    sequences_.push_back(sequence);
+    request->draft_computed_tokens = known_end;
+    if (sequence.samples) proposing_.push_back(request);
+  }
+  if (sequences_.empty()) return {};
+  PAGODA_ASSIGN_OR_RETURN(StepLogits logits, runner_.execute(plan.block_copies, sequences_));
+  for (size_t i = 0; i < proposing_.size(); ++i) {
+    proposing_[i]->draft_tokens[0] = static_cast<int32_t>(argmax_logit(logits.row(static_cast<int32_t>(i))));
+  }
+  // Pass j runs proposal j - 1 (at position num_tokens + j - 1) for proposal j.
+  for (size_t j = 1;; ++j) {
+    sequences_.clear();
+    for (Request* request : proposing_) {
+      if (request->draft_tokens.size() <= j) continue;
+      RunnerSequence sequence;
+      sequence.first_position = request->num_tokens() + static_cast<int32_t>(j) - 1;
+      sequence.n_tokens = 1;
+      sequence.samples = true;
+      sequence.tokens = request->tokens;
+      sequence.draft_tokens = std::span<const int32_t>(request->draft_tokens).first(j);
+      sequence.block_table = kv.block_table(request->id);
+      sequences_.push_back(sequence);
+      request->draft_computed_tokens = sequence.first_position + 1;
+    }
+    if (sequences_.empty()) break;
+    PAGODA_ASSIGN_OR_RETURN(logits, runner_.execute({}, sequences_));
+    int32_t row = 0;
+    for (Request* request : proposing_) {
+      if (request->draft_tokens.size() <= j) continue;
+      request->draft_tokens[j] = static_cast<int32_t>(argmax_logit(logits.row(row++)));
+    }
+  }
+  return {};
+}
+
+}  // namespace pagoda::engine

@@ -1,0 +1,200 @@
+// Speculative decoding with a draft model changes nothing a request gets: the outputs of
+// greedy and seeded sampled requests, batched and preempted, are those of decoding
+// without speculation, whether the draft agrees with the model most of the time (a
+// Q4_0 copy of it) or rarely (random weights); the draft's KV blocks come and go with
+// the model's, and all are free at the end.
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/draft_proposer.h"
+#include "engine_test_util.h"
+#include "speculative_test_util.h"
+#include "temp_file.h"
+#include "tokenizer/vocabulary_match.h"
+#include "tools/random_model.h"
+
+namespace pagoda::engine {
+namespace {
+
+using testing::BatchedModel;
+using testing::expect_same;
+using testing::make_engine;
+using testing::Received;
+using testing::run_all;
+using testing::story_requests;
+
+struct Draft {
+  std::unique_ptr<gguf::Reader> file;
+  std::unique_ptr<model::Model> model;
+};
+
+class SpeculativeDraft : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    m_ = testing::load_batched_model("stories260K.gguf", config(SpeculativeMethod::kDraft, 1).load_options());
+    ASSERT_TRUE(m_.model && m_.tokenizer);
+    quantized_ = load_draft(testing::model_path("stories260K-Q4_0.gguf"));
+    tools::RandomModelSpec spec;
+    spec.n_embd = 32;
+    spec.n_layer = 1;
+    spec.n_head = 2;
+    spec.n_ff = 64;
+    spec.n_ctx = 256;
+    spec.weight_type = "q8_0";
+    spec.n_threads = 1;
+    ASSERT_TRUE(tools::write_random_model(spec, m_.file.get(), random_file_.path()).ok());
+    random_ = load_draft(random_file_.path());
+    ASSERT_TRUE(quantized_.model && random_.model);
+  }
+
+  Draft load_draft(const std::string& path) {
+    Draft draft;
+    Expected<gguf::Reader> reader = gguf::Reader::open(path);
+    EXPECT_TRUE(reader.ok()) << reader.status().message();
+    if (!reader.ok()) return draft;
+    draft.file = std::make_unique<gguf::Reader>(std::move(reader).value());
+    Expected<std::unique_ptr<model::Model>> model =
+        model::load_model(*draft.file, *m_.backend, config(SpeculativeMethod::kDraft, 1).draft_load_options());
+    EXPECT_TRUE(model.ok()) << model.status().message();
+    if (model.ok()) draft.model = std::move(model).value();
+    return draft;
+  }
+
+  // n_blocks blocks of the model's KV and, with a draft, the draft's.
+  EngineConfig config(SpeculativeMethod method, int32_t n_blocks, const model::Model* draft = nullptr) const {
+    EngineConfig config = testing::config_with_blocks(
+        m_.model ? m_.model->config() : model::ModelConfig{}, n_blocks, method);
+    if (draft != nullptr) {
+      config.kv_memory.bytes = *config.kv_memory.bytes +
+                               DraftProposer::block_bytes(*draft, config) * static_cast<uint64_t>(n_blocks);
+    }
+    return config;
+  }
+
+  std::vector<Received> run(const EngineConfig& config, model::Model* draft,
+                            const std::vector<EngineRequest>& requests, EngineStats* stats = nullptr) {
+    spdlog::set_level(spdlog::level::warn);
+    Expected<std::unique_ptr<Engine>> engine =
+        Engine::create(*m_.model, *m_.backend, *m_.tokenizer, config, draft);
+    EXPECT_TRUE(engine.ok()) << engine.status().message();
+    if (!engine.ok()) return {};
+    std::vector<Received> received = run_all(**engine, requests);
+    const EngineStats final_stats = (*engine)->stats();
+    EXPECT_EQ(final_stats.n_free_kv_blocks, final_stats.n_kv_blocks);
+    if (stats != nullptr) *stats = final_stats;
+    return received;
+  }
+
+  BatchedModel m_;
+  testing::TempFile random_file_{"random_draft.gguf"};
+  Draft quantized_, random_;
+};
+
+TEST_F(SpeculativeDraft, OutputsAreThoseOfDecodingWithoutADraft) {
+  const std::vector<EngineRequest> requests = story_requests(*m_.tokenizer);
+  for (const int32_t n_blocks : {256, 24}) {  // 24: requests are preempted and recomputed
+    const std::vector<Received> plain = run(config(SpeculativeMethod::kNone, n_blocks), nullptr, requests);
+    for (Draft* draft : {&quantized_, &random_}) {
+      const bool good_draft = draft == &quantized_;
+      EngineStats stats;
+      const std::vector<Received> speculated =
+          run(config(SpeculativeMethod::kDraft, n_blocks, draft->model.get()), draft->model.get(), requests, &stats);
+      SCOPED_TRACE(std::string(good_draft ? "Q4_0 draft, " : "random draft, ") + std::to_string(n_blocks) + " blocks");
+      expect_same(plain, speculated);
+      EXPECT_EQ(stats.n_kv_blocks, n_blocks);  // the budget paid for both caches
+      const double proposed = static_cast<double>(stats.scheduler.n_draft_tokens);
+      const double accepted = static_cast<double>(stats.scheduler.n_accepted_draft_tokens);
+      if (good_draft) {
+        EXPECT_GT(proposed, 300);
+        EXPECT_GT(accepted / proposed, 0.5);
+      } else {
+        // Rejected proposals make each request propose less (draft_length.h).
+        EXPECT_GT(proposed, 20);
+        EXPECT_LT(accepted / proposed, 0.5);
+      }
+
+      if (n_blocks == 24) {
+        EXPECT_GT(stats.scheduler.n_preemptions, 0);
+      }
+    }
+  }
+}
+
+TEST_F(SpeculativeDraft, AbortsLeaveEveryBlockFree) {
+  Expected<std::unique_ptr<Engine>> engine =
+      Engine::create(*m_.model, *m_.backend, *m_.tokenizer,
+                     config(SpeculativeMethod::kDraft, 24, quantized_.model.get()), quantized_.model.get());
+  ASSERT_TRUE(engine.ok()) << engine.status().message();
+  auto sink = std::make_shared<testing::RecordingSink>();
+  const std::vector<EngineRequest> requests = story_requests(*m_.tokenizer);
+  std::vector<RequestId> ids;
+  for (int round = 0; round < 3; ++round) {
+    for (const EngineRequest& request : requests) {
+      Expected<std::vector<RequestId>> added = (*engine)->add(request, sink);
+      ASSERT_TRUE(added.ok()) << added.status().message();
+      ids.push_back(added->front());
+    }
+    for (size_t i = 0; i < ids.size(); i += 3) (*engine)->abort(ids[i]);
+  }
+  ASSERT_TRUE(sink->wait_finished(ids));
+  const EngineStats stats = (*engine)->stats();
+  EXPECT_EQ(stats.n_running + stats.n_waiting, 0);
+  EXPECT_EQ(stats.n_free_kv_blocks, stats.n_kv_blocks);
+  EXPECT_GT(stats.scheduler.n_accepted_draft_tokens, 0);
+}
+
+TEST_F(SpeculativeDraft, TheEngineNeedsTheDraftItIsConfiguredFor) {
+  const Expected<std::unique_ptr<Engine>> missing =
+      Engine::create(*m_.model, *m_.backend, *m_.tokenizer, config(SpeculativeMethod::kDraft, 64), nullptr);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().message(), "engine: speculating with a draft model needs the draft model loaded");
+}
+
+// A draft must have the model's vocabulary, token for token: the error names the first
+// difference.
+TEST_F(SpeculativeDraft, AVocabularyMismatchNamesTheFirstDifference) {
+  const auto tokenizer_of = [](const std::string& path) {
+    Expected<gguf::Reader> file = gguf::Reader::open(path);
+    EXPECT_TRUE(file.ok()) << file.status().message();
+    Expected<tokenizer::Tokenizer> tokenizer = tokenizer::Tokenizer::from_gguf(*file);
+    EXPECT_TRUE(tokenizer.ok()) << tokenizer.status().message();
+    return std::move(tokenizer).value();
+  };
+  // The Q4_0 copy and the random model written with the model's tokenizer match it.
+  EXPECT_TRUE(tokenizer::check_same_vocabulary(*m_.tokenizer, tokenizer_of(testing::model_path("stories260K-Q4_0.gguf"))).ok());
+  EXPECT_TRUE(tokenizer::check_same_vocabulary(*m_.tokenizer, tokenizer_of(random_file_.path())).ok());
+
+  // A made-up vocabulary of the same size: bytes first, like the model's, then words.
+  tools::RandomModelSpec spec;
+  spec.n_embd = 32;
+  spec.n_layer = 1;
+  spec.n_head = 2;
+  spec.n_ff = 64;
+  spec.n_vocab = m_.tokenizer->n_vocab();
+  spec.n_threads = 1;
+  testing::TempFile other("other_vocab.gguf");
+  ASSERT_TRUE(tools::write_random_model(spec, nullptr, other.path()).ok());
+  const tokenizer::Tokenizer made_up = tokenizer_of(other.path());
+  tokenizer::TokenId first = 0;
+  while (first < made_up.n_vocab() && made_up.token_text(first) == m_.tokenizer->token_text(first)) ++first;
+  ASSERT_LT(first, made_up.n_vocab());
+  const Status status = tokenizer::check_same_vocabulary(*m_.tokenizer, made_up);
+  ASSERT_FALSE(status.ok());
+  EXPECT_EQ(status.message(), "the draft model's vocabulary differs from the model's at token " +
+                                  std::to_string(first) + ": '" + std::string(made_up.token_text(first)) +
+                                  "' in the draft, '" + std::string(m_.tokenizer->token_text(first)) +
+                                  "' in the model");
+
+  spec.n_vocab = 300;
+  testing::TempFile smaller("smaller_vocab.gguf");
+  ASSERT_TRUE(tools::write_random_model(spec, nullptr, smaller.path()).ok());
+  EXPECT_EQ(tokenizer::check_same_vocabulary(*m_.tokenizer, tokenizer_of(smaller.path())).message(),
+            "the draft model's vocabulary has 300 tokens, the model's 512");
+}
+
+}  // namespace
+}  // namespace pagoda::engine

@@ -1,0 +1,80 @@
+#pragma once
+// What the speculative-decoding tests share: an engine configuration with a KV cache of
+// a chosen number of blocks, story prompts that the tiny model continues with much
+// repetition, and the check that two runs gave the same outputs.
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "engine_test_util.h"
+
+namespace pagoda::engine::testing {
+
+constexpr int32_t kMaxModelLen = 256;
+
+inline EngineConfig config_with_blocks(const model::ModelConfig& model, int32_t n_blocks,
+                                       SpeculativeMethod method) {
+  EngineConfig config;
+  config.scheduler = {.max_batched_tokens = 96, .max_running = 8, .max_model_len = kMaxModelLen};
+  config.kv_memory.bytes = model::kv_cache_shape(model, 1, config.block_size).block_bytes() *
+                           static_cast<uint64_t>(n_blocks);
+  config.speculative.method = method;
+  if (method != SpeculativeMethod::kNone) config.speculative.num_speculative_tokens = 4;
+  return config;
+}
+
+// Story prompts that the tiny model continues with much repetition (so prompt lookup
+// finds matches), greedy and sampled, some with stop strings and log-probabilities.
+inline std::vector<EngineRequest> story_requests(const tokenizer::Tokenizer& tokenizer) {
+  const std::vector<std::string> texts = {
+      "Once upon a time, there was a little girl named Lily. Lily liked to play. Once upon a time,",
+      "The dog ran to the park. The dog ran to the",
+      "Tom had a big red ball. He liked his ball. Tom had a big",
+      "One day, a bird",
+      "Sue and Ben went to the store. Sue and Ben",
+      "The cat sat. The cat sat. The cat",
+  };
+  std::vector<EngineRequest> requests;
+  for (size_t i = 0; i < 12; ++i) {
+    EngineRequest r;
+    r.prompt = tokenizer.encode(texts[i % texts.size()], /*add_special=*/true, /*parse_special=*/false);
+    r.stop.max_tokens = 20 + static_cast<int32_t>(i * 11) % 60;
+    if (i % 4 == 3) r.stop.stop_strings = {"park"};
+    if (i % 3 == 0) {
+      r.sampling.temperature = 0.0f;
+    } else {
+      r.sampling.temperature = 0.5f + 0.2f * static_cast<float>(i % 4);
+      r.sampling.top_k = i % 2 == 0 ? 40 : 0;
+      r.sampling.top_p = i % 5 == 1 ? 0.9f : 1.0f;
+      r.sampling.seed = 500 + i;
+    }
+    if (i % 2 == 0) {
+      r.sampling.logprobs = true;
+      r.sampling.top_logprobs = 2;
+    }
+    if (i == 5) r.sampling.frequency_penalty = 0.5f;
+    requests.push_back(std::move(r));
+  }
+  return requests;
+}
+
+inline void expect_same(const std::vector<Received>& plain, const std::vector<Received>& speculated) {
+  ASSERT_EQ(plain.size(), speculated.size());
+  for (size_t i = 0; i < plain.size(); ++i) {
+    EXPECT_EQ(plain[i].tokens, speculated[i].tokens) << "request " << i;
+    EXPECT_EQ(plain[i].text, speculated[i].text) << "request " << i;
+    EXPECT_EQ(plain[i].finish, speculated[i].finish) << "request " << i;
+    std::vector<float> a, b;
+    for (const RequestOutput& o : plain[i].outputs) {
+      for (const TokenLogprobs& l : o.logprobs) a.push_back(l.logprob);
+    }
+    for (const RequestOutput& o : speculated[i].outputs) {
+      for (const TokenLogprobs& l : o.logprobs) b.push_back(l.logprob);
+    }
+    EXPECT_EQ(a, b) << "request " << i;  // bit for bit
+  }
+}
+
+}  // namespace pagoda::engine::testing
