@@ -27,6 +27,43 @@ uint64_t DraftProposer::block_bytes(const model::Model& draft, const EngineConfi
 DraftProposer::DraftProposer(std::unique_ptr<backend::KvStorage> storage, ModelRunner runner)
     : storage_(std::move(storage)), runner_(std::move(runner)) {}
 
+namespace {
+
+// The draft's sampler of a sampled request: its temperature and truncation, nothing that
+// needs the request's history (the proposals' distribution may be anything: the rule
+// corrects for it), a generator of its own derived from the request's seed.
+Expected<Sampler> make_draft_sampler(const Request& request, int32_t n_vocab) {
+  SamplingParams params;
+  params.temperature = request.sampling.temperature;
+  params.top_k = request.sampling.top_k;
+  params.top_p = request.sampling.top_p;
+  params.min_p = request.sampling.min_p;
+  params.repetition_penalty = 1.0f;
+  if (request.sampling.seed) params.seed = *request.sampling.seed ^ 0x9e3779b97f4a7c15ull;
+  return Sampler::create(params, n_vocab);
+}
+
+}  // namespace
+
+Status DraftProposer::choose(Request& request, size_t index, std::span<const float> logits) {
+  if (request.sampling.greedy()) {
+    request.draft_tokens[index] = static_cast<int32_t>(argmax_logit(logits));
+    return {};
+  }
+  const size_t n_vocab = logits.size();
+  if (!request.draft_sampler) {
+    PAGODA_ASSIGN_OR_RETURN(Sampler sampler, make_draft_sampler(request, static_cast<int32_t>(n_vocab)));
+    request.draft_sampler.emplace(std::move(sampler));
+  }
+  request.draft_probs.resize(request.draft_tokens.size() * n_vocab);
+  const std::span<float> q = std::span<float>(request.draft_probs).subspan(index * n_vocab, n_vocab);
+  PAGODA_TRY(request.draft_sampler->distribution(logits, {}, q));
+  double total = 0.0;
+  for (const float weight : q) total += weight;
+  request.draft_tokens[index] = static_cast<int32_t>(draw_index(q, total, request.draft_sampler->draw_uniform()));
+  return {};
+}
+
 Status DraftProposer::propose(const SchedulerOutput& plan, Scheduler& scheduler,
                               const kv::KvCacheManager& kv) {
   sequences_.clear();
@@ -50,7 +87,7 @@ Status DraftProposer::propose(const SchedulerOutput& plan, Scheduler& scheduler,
   if (sequences_.empty()) return {};
   PAGODA_ASSIGN_OR_RETURN(StepLogits logits, runner_.execute(plan.block_copies, sequences_));
   for (size_t i = 0; i < proposing_.size(); ++i) {
-    proposing_[i]->draft_tokens[0] = static_cast<int32_t>(argmax_logit(logits.row(static_cast<int32_t>(i))));
+    PAGODA_TRY(choose(*proposing_[i], 0, logits.row(static_cast<int32_t>(i))));
   }
   // Pass j runs proposal j - 1 (at position num_tokens + j - 1) for proposal j.
   for (size_t j = 1;; ++j) {
@@ -72,7 +109,7 @@ Status DraftProposer::propose(const SchedulerOutput& plan, Scheduler& scheduler,
     int32_t row = 0;
     for (Request* request : proposing_) {
       if (request->draft_tokens.size() <= j) continue;
-      request->draft_tokens[j] = static_cast<int32_t>(argmax_logit(logits.row(row++)));
+      PAGODA_TRY(choose(*request, j, logits.row(row++)));
     }
   }
   return {};

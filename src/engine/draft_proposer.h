@@ -11,9 +11,10 @@
 //     proposals this step gets its first proposal from that pass's last row;
 //  2. k - 1 more passes of one token per such request give the rest.
 //
-// Proposals are the draft's most likely tokens (a point-mass proposal), which the
-// target's verification keeps exactly as far as its own draws agree (see
-// RequestProcessor::sample), for greedy and sampled requests alike.
+// A greedy request's proposals are the draft's most likely tokens (a point-mass
+// proposal), kept exactly as far as the target's own choices agree. A sampled request's
+// are drawn from the draft's distribution at the request's temperature and truncation,
+// kept in Request::draft_probs for the rejection rule (RequestProcessor::sample).
 
 #include <cstdint>
 #include <memory>
@@ -47,6 +48,8 @@ class DraftProposer {
 
  private:
   DraftProposer(std::unique_ptr<backend::KvStorage> storage, ModelRunner runner);
+  // Proposal `index` of `request` from the draft's next-token logits ([n_vocab]).
+  Status choose(Request& request, size_t index, std::span<const float> logits);
 
   std::unique_ptr<backend::KvStorage> storage_;
   ModelRunner runner_;

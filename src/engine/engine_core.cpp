@@ -50,6 +50,15 @@ Expected<std::unique_ptr<EngineCore>> EngineCore::create(model::Model& model,
                             " tokens, the model " + std::to_string(model.config().n_vocab));
   }
   PAGODA_ASSIGN_OR_RETURN(EngineConfig resolved, config.resolve(model.config()));
+  // A step's batch must fit what the model was loaded for (config.load_options()).
+  const model::LoadOptions needed = resolved.load_options();
+  const model::BatchLimits loaded = model.batch_limits();
+  if (loaded.max_tokens < needed.max_batch_tokens || loaded.max_logit_rows < needed.max_logit_rows) {
+    return invalid_argument("engine: the model was loaded for steps of " + std::to_string(loaded.max_tokens) +
+                            " tokens and " + std::to_string(loaded.max_logit_rows) +
+                            " logit rows; this configuration needs " + std::to_string(needed.max_batch_tokens) +
+                            " and " + std::to_string(needed.max_logit_rows) + " (EngineConfig::load_options)");
+  }
   const bool drafts = resolved.speculative.method == SpeculativeMethod::kDraft;
   if (drafts && draft_model == nullptr) {
     return invalid_argument("engine: speculating with a draft model needs the draft model loaded");

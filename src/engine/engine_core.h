@@ -154,6 +154,7 @@ class EngineCore {
     Request* request;
     std::span<const float> logits;   // [1 + drafts.size()][n_vocab]
     std::span<const int32_t> drafts;  // the proposals it verifies
+    std::span<const float> draft_probs;  // [drafts.size()][n_vocab] for drawn proposals, or empty
     Status status;
   };
   std::vector<Sampling> samplings_;          // [sampling requests]

@@ -90,14 +90,19 @@ void EngineCore::process_logits(const SchedulerOutput& plan, const StepLogits& l
     if (request == nullptr || !request->processor) continue;
     const std::span<const int32_t> drafts = std::span<const int32_t>(request->draft_tokens)
                                                 .first(static_cast<size_t>(scheduled.n_draft_tokens));
-    samplings_.push_back({request, request_logits, drafts, {}});
+    const size_t n_probs = drafts.size() * static_cast<size_t>(logits.n_vocab());
+    const std::span<const float> draft_probs =
+        request->draft_probs.size() >= n_probs && !drafts.empty()
+            ? std::span<const float>(request->draft_probs).first(n_probs)
+            : std::span<const float>();
+    samplings_.push_back({request, request_logits, drafts, draft_probs, {}});
   }
   // Each request's sampler on the backend's threads (drawing with a temperature from a
   // large vocabulary is a real share of a step when every request does), the rest in
   // order.
   backend_->run_host_tasks(static_cast<int64_t>(samplings_.size()), [this](int64_t i) {
     Sampling& s = samplings_[static_cast<size_t>(i)];
-    s.status = s.request->processor->sample(s.logits, s.drafts);
+    s.status = s.request->processor->sample(s.logits, s.drafts, s.draft_probs);
   });
   for (Sampling& s : samplings_) {
     const RequestId id = s.request->id;

@@ -48,6 +48,7 @@ struct RunnerLimits {
 class StepLogits {
  public:
   StepLogits(std::span<const float> data, int32_t n_vocab) : data_(data), n_vocab_(n_vocab) {}
+  int32_t n_vocab() const { return n_vocab_; }
   int32_t n_rows() const {
     return static_cast<int32_t>(data_.size() / static_cast<size_t>(n_vocab_));
   }

@@ -14,6 +14,7 @@
 #include "engine/draft_length.h"
 #include "engine/request_output.h"
 #include "engine/request_processor.h"
+#include "engine/sampler.h"
 #include "engine/sampling_params.h"
 #include "engine/stop_checker.h"
 
@@ -53,6 +54,13 @@ struct Request {
   // same blocks). It trails num_computed_tokens by at most one (a last proposal that was
   // kept but never run by the draft); back to 0 when preempted.
   int32_t draft_computed_tokens = 0;
+  // A sampled request's draft proposals are drawn from the draft's distribution, kept
+  // here for verification ([draft_tokens.size()][n_vocab]); empty for a greedy request,
+  // whose proposals are the draft's most likely tokens. The draft's own sampler (the
+  // request's temperature and truncation, no penalties or bias, its own generator) is
+  // made at the first proposal.
+  std::vector<float> draft_probs;
+  std::optional<Sampler> draft_sampler;
   int64_t n_proposed_tokens = 0;  // proposals verified so far
   int64_t n_accepted_tokens = 0;  // of which kept
 

@@ -68,32 +68,78 @@ Expected<RequestOutput> RequestProcessor::process(std::span<const float> logits,
   return emit(context_full);
 }
 
-Status RequestProcessor::sample(std::span<const float> logits, std::span<const int32_t> drafts) {
+Status RequestProcessor::sample(std::span<const float> logits, std::span<const int32_t> drafts,
+                                std::span<const float> draft_probs) {
   has_sampled_ = false;
   sampled_.clear();
   const size_t n_rows = drafts.size() + 1;
   const size_t n_vocab = logits.size() / n_rows;
-  if (n_vocab * n_rows != logits.size()) {
-    return invalid_argument("request processor: " + std::to_string(logits.size()) +
-                            " logits do not make " + std::to_string(n_rows) + " rows");
+  if (n_vocab * n_rows != logits.size() || (!draft_probs.empty() && draft_probs.size() != n_vocab * drafts.size())) {
+    return invalid_argument("request processor: " + std::to_string(logits.size()) + " logits and " +
+                            std::to_string(draft_probs.size()) + " draft probabilities for " +
+                            std::to_string(drafts.size()) + " proposals");
+  }
+  if (!draft_probs.empty()) {
+    PAGODA_TRY(verify_sampled_drafts(logits, n_vocab, drafts, draft_probs));
+    has_sampled_ = true;
+    return {};
   }
   for (size_t i = 0; i < n_rows; ++i) {
     const std::span<const uint32_t> allowed =
         grammar_ ? grammar_->next_mask() : std::span<const uint32_t>();
     PAGODA_ASSIGN_OR_RETURN(const SampledToken drawn,
                             sampler_.sample(logits.subspan(i * n_vocab, n_vocab), allowed));
-    if (grammar_) PAGODA_TRY(grammar_->accept(drawn.token));
-    sampler_.accept(drawn.token);
-    TokenLogprobs& kept = sampled_.emplace_back();
-    kept.token = drawn.token;
-    kept.logprob = drawn.logprob;
-    kept.top.assign(drawn.top.begin(), drawn.top.end());
+    PAGODA_TRY(keep(drawn));
     // Past a rejected proposal the rows saw tokens that are not the request's; past a
     // completed grammar nothing may follow.
     if (i == drafts.size() || drawn.token != drafts[i] || (grammar_ && grammar_->finished())) break;
   }
   has_sampled_ = true;
   return {};
+}
+
+Status RequestProcessor::keep(const SampledToken& drawn) {
+  if (grammar_) PAGODA_TRY(grammar_->accept(drawn.token));
+  sampler_.accept(drawn.token);
+  TokenLogprobs& kept = sampled_.emplace_back();
+  kept.token = drawn.token;
+  kept.logprob = drawn.logprob;
+  kept.top.assign(drawn.top.begin(), drawn.top.end());
+  return {};
+}
+
+Status RequestProcessor::verify_sampled_drafts(std::span<const float> logits, size_t n_vocab,
+                                               std::span<const int32_t> drafts,
+                                               std::span<const float> draft_probs) {
+  target_probs_.resize(n_vocab);
+  residual_.resize(n_vocab);
+  for (size_t i = 0; i < drafts.size(); ++i) {
+    const std::span<const float> row = logits.subspan(i * n_vocab, n_vocab);
+    const std::span<const float> q = draft_probs.subspan(i * n_vocab, n_vocab);
+    const std::span<const uint32_t> allowed =
+        grammar_ ? grammar_->next_mask() : std::span<const uint32_t>();
+    PAGODA_TRY(sampler_.distribution(row, allowed, target_probs_));
+    const auto draft = static_cast<size_t>(drafts[i]);
+    const double p_draft = target_probs_[draft], q_draft = q[draft];
+    int32_t token = drafts[i];
+    if (!(q_draft > 0.0 && sampler_.draw_uniform() * q_draft < p_draft)) {
+      double total = 0.0;
+      for (size_t t = 0; t < n_vocab; ++t) {
+        residual_[t] = std::max(target_probs_[t] - q[t], 0.0f);
+        total += residual_[t];
+      }
+      // Rounding alone can leave nothing (p == q makes a rejection impossible): draw from p.
+      const std::span<const float> from = total > 0.0 ? std::span<const float>(residual_) : target_probs_;
+      token = static_cast<int32_t>(draw_index(from, total > 0.0 ? total : 1.0, sampler_.draw_uniform()));
+    }
+    PAGODA_TRY(keep(sampler_.score(row, token)));
+    if (token != drafts[i] || (grammar_ && grammar_->finished())) return {};
+  }
+  // Every proposal kept: the row after them gives one more token, drawn as usual.
+  const std::span<const uint32_t> allowed = grammar_ ? grammar_->next_mask() : std::span<const uint32_t>();
+  PAGODA_ASSIGN_OR_RETURN(const SampledToken drawn,
+                          sampler_.sample(logits.subspan(drafts.size() * n_vocab, n_vocab), allowed));
+  return keep(drawn);
 }
 
 Expected<RequestOutput> RequestProcessor::emit(bool context_full) {

@@ -55,7 +55,14 @@ class RequestProcessor {
   // the argmax; when sampling, drawing from p and keeping the proposal when the draw
   // lands on it is the rejection rule for a point-mass proposal (kept with chance p(d);
   // otherwise the draw is distributed as p without d, renormalised).
-  Status sample(std::span<const float> logits, std::span<const int32_t> drafts = {});
+  //
+  // `draft_probs` ([drafts.size()][n_vocab], or empty): the distribution q a draft model
+  // drew each proposal from. With it, proposal d is kept with chance min(1, p(d) / q(d))
+  // and a rejected one is replaced by a draw from max(0, p - q) renormalised (the
+  // standard rule: the tokens kept are distributed as the model's own, though not draw
+  // for draw as without speculation); p is the distribution sample() draws from.
+  Status sample(std::span<const float> logits, std::span<const int32_t> drafts = {},
+                std::span<const float> draft_probs = {});
   Expected<RequestOutput> emit(bool context_full);
   // emit() for every token sample() kept, in order, up to the first that finishes the
   // request. `context_room`: tokens the request may still gain before it holds
@@ -79,6 +86,12 @@ class RequestProcessor {
                    std::optional<OutputGrammar> grammar);
   // The next output's common fields; the first one carries the queue time.
   RequestOutput new_output();
+  // Takes `drawn` as the request's next token: the grammar and the penalties see it and
+  // sampled_ keeps it.
+  Status keep(const SampledToken& drawn);
+  // sample() with draft_probs: the rejection rule, row by row.
+  Status verify_sampled_drafts(std::span<const float> logits, size_t n_vocab,
+                               std::span<const int32_t> drafts, std::span<const float> draft_probs);
 
   RequestId id_;
   int32_t n_prompt_tokens_;
@@ -93,6 +106,8 @@ class RequestProcessor {
   // capacity is kept between steps.
   std::vector<TokenLogprobs> sampled_;
   bool has_sampled_ = false;
+  std::vector<float> target_probs_;  // [n_vocab] scratch of the rejection rule: p
+  std::vector<float> residual_;      // [n_vocab] scratch: max(0, p - q)
 };
 
 }  // namespace pagoda::engine

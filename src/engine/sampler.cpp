@@ -109,13 +109,16 @@ Expected<SampledToken> Sampler::sample(std::span<const float> raw_logits,
       result.token = list.items[sample_index(list, params_.temperature, next_uniform(), weights_)].token;
     }
   }
-  if (params_.logprobs || !top_.empty()) {
-    const LogSoftmax log_softmax(raw_logits, weights_);
-    result.logprob = log_softmax(result.token);
-    log_softmax.top(top_);
-    result.top = top_;
-  }
+  add_logprobs(raw_logits, result);
   return result;
+}
+
+void Sampler::add_logprobs(std::span<const float> raw_logits, SampledToken& result) {
+  if (!params_.logprobs && top_.empty()) return;
+  const LogSoftmax log_softmax(raw_logits, weights_);
+  result.logprob = log_softmax(result.token);
+  log_softmax.top(top_);
+  result.top = top_;
 }
 
 std::optional<int32_t> Sampler::draw_from_logits(std::span<const float> logits) {

@@ -43,6 +43,19 @@ class Sampler {
   Expected<SampledToken> sample(std::span<const float> logits,
                                 std::span<const uint32_t> allowed = {});
 
+  // Speculative decoding's rejection rule needs the distribution sample() draws from
+  // and draws of its own (sampler_distribution.cpp):
+  //
+  // The probability sample() would give each token for these logits and mask, written to
+  // `probs` ([n_vocab]; 0 for tokens a stage removed; one-hot when greedy). Fails as
+  // sample() does.
+  Status distribution(std::span<const float> logits, std::span<const uint32_t> allowed,
+                      std::span<float> probs);
+  // `token` with its log-probabilities (when asked) as sample() reports them.
+  SampledToken score(std::span<const float> logits, int32_t token);
+  // The next number in [0, 1) from the sequence's generator.
+  double draw_uniform() { return next_uniform(); }
+
   const SamplingParams& params() const { return params_; }
 
  private:
@@ -56,6 +69,8 @@ class Sampler {
   // the logits as they are, weights by exp_sum (core/exp_sum.h) into weights_. nullopt
   // (nothing drawn) when no logit is finite or one is NaN.
   std::optional<int32_t> draw_from_logits(std::span<const float> logits);
+  // Fills result.logprob and result.top from the raw logits when the params ask.
+  void add_logprobs(std::span<const float> raw_logits, SampledToken& result);
 
   SamplingParams params_;
   int32_t n_vocab_ = 0;
