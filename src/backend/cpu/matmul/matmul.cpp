@@ -33,6 +33,10 @@ struct Matmul::Plan {
   const quant::DotKernel* kernel = nullptr;
   const TileKernel* tile = nullptr;
   int64_t n_in = 0, n_out = 0, n_tokens = 0;
+  // Tokens of x and y; n_tokens is more when the plan is padded (pad_to_strip_tokens).
+  int64_t n_real_tokens = 0;
+  float* real_y = nullptr;  // y itself when padded
+  size_t real_y_stride = 0;
   const std::byte* w = nullptr;
   size_t w_stride = 0;
   const std::byte* a = nullptr;  // activations in the kernel's format
@@ -66,6 +70,7 @@ Status Matmul::prepare(const TensorView& w, const TensorView& x, const TensorVie
   plan.n_in = w.ne[0];
   plan.n_out = w.ne[1];
   plan.n_tokens = x.n_rows();
+  plan.n_real_tokens = plan.n_tokens;
   if (w.ne[2] != 1 || w.ne[3] != 1 || !is_f32_rows(x) || !is_f32_rows(y) || x.ne[0] != plan.n_in ||
       y.ne[0] != plan.n_out || y.n_rows() != plan.n_tokens || y.nb[1] % sizeof(float) != 0 ||
       x.ne[2] * x.ne[3] != 1 || y.ne[2] * y.ne[3] != 1) {
@@ -101,8 +106,11 @@ Status Matmul::run(ThreadPool& pool, const TensorView& w, const TensorView& x, c
   if (plan.n_tokens == 0 || plan.n_out == 0) return {};
   const bool sums = plan.tile != nullptr && plan.tile->block_sums;
   const bool scales = plan.tile != nullptr && plan.tile->block_scales;
+  const bool padded = pad_to_strip_tokens(std::span<Plan>(&plan, 1));
   PAGODA_TRY(quantize_activations(pool, x, sums, scales, plan));
-  return execute(pool, std::span<Plan>(&plan, 1));
+  PAGODA_TRY(execute(pool, std::span<Plan>(&plan, 1)));
+  if (padded) finish_padding(std::span<const Plan>(&plan, 1));
+  return {};
 }
 
 Status Matmul::run_many(ThreadPool& pool, const TensorView& x, std::span<const MatmulTarget> targets) {
@@ -124,6 +132,7 @@ Status Matmul::run_many(ThreadPool& pool, const TensorView& x, std::span<const M
     sums = sums || plan.tile->block_sums;
     scales = scales || plan.tile->block_scales;
   }
+  const bool padded = pad_to_strip_tokens(used);
   PAGODA_TRY(quantize_activations(pool, x, sums, scales, plans[0]));
   for (Plan& plan : used.subspan(1)) {
     plan.a = plans[0].a;
@@ -132,7 +141,42 @@ Status Matmul::run_many(ThreadPool& pool, const TensorView& x, std::span<const M
     plan.a_scales = plans[0].a_scales;
     plan.a_scales_stride = plans[0].a_scales_stride;
   }
-  return execute(pool, used);
+  PAGODA_TRY(execute(pool, used));
+  if (padded) finish_padding(used);
+  return {};
+}
+
+bool Matmul::pad_to_strip_tokens(std::span<Plan> plans) {
+  if (numerics_ != CpuNumerics::kFast) return false;
+  for (const Plan& plan : plans) {
+    // (f32 activations are read from x in place: no rows to repeat)
+    if (plan.tile == nullptr || !plan.tile->repacks_rows || plan.tile->repack == nullptr ||
+        plan.kernel->activation == DType::F32 || plan.n_tokens < 2 || plan.n_tokens >= kMinStripTokens) {
+      return false;
+    }
+  }
+  size_t total = 0;
+  for (const Plan& plan : plans) total += static_cast<size_t>(plan.n_out * kMinStripTokens);
+  float* outputs = reinterpret_cast<float*>(padded_y_.reserve(total * sizeof(float)));
+  if (outputs == nullptr) return false;  // the single-token path needs no scratch
+  for (Plan& plan : plans) {
+    plan.real_y = plan.y;
+    plan.real_y_stride = plan.y_stride;
+    plan.y = outputs;
+    plan.y_stride = static_cast<size_t>(plan.n_out);
+    plan.n_tokens = kMinStripTokens;
+    outputs += plan.n_out * kMinStripTokens;
+  }
+  return true;
+}
+
+void Matmul::finish_padding(std::span<const Plan> plans) {
+  for (const Plan& plan : plans) {
+    for (int64_t t = 0; t < plan.n_real_tokens; ++t) {
+      std::copy_n(plan.y + static_cast<size_t>(t) * plan.y_stride, plan.n_out,
+                  plan.real_y + static_cast<size_t>(t) * plan.real_y_stride);
+    }
+  }
 }
 
 Status Matmul::execute(ThreadPool& pool, std::span<Plan> plans) {
@@ -184,19 +228,29 @@ Status Matmul::quantize_activations(ThreadPool& pool, const TensorView& x, bool 
   if ((plan.a_sums != nullptr || plan.a_scales != nullptr) && kernel.quantize_described == nullptr) {
     return internal_error("matmul: a kernel wants block data its activation quantizer does not give");
   }
-  parallel_rows(pool, plan.n_tokens, plan.n_in, [&](int64_t begin, int64_t end) {
+  const int64_t n_blocks = plan.n_in / quant::kQK;  // the block data in the same pass
+  parallel_rows(pool, plan.n_real_tokens, plan.n_in, [&](int64_t begin, int64_t end) {
     for (int64_t t = begin; t < end; ++t) {
       std::byte* row = dst + static_cast<size_t>(t) * plan.a_stride;
       if (plan.a_sums == nullptr && plan.a_scales == nullptr) {
         kernel.quantize(x.row<const float>(t), row, plan.n_in);
         continue;
       }
-      const int64_t n_blocks = plan.n_in / quant::kQK;  // the block data in the same pass
       float* scales = plan.a_scales == nullptr ? nullptr : plan.a_scales + static_cast<size_t>(t) * plan.a_scales_stride;
       int32_t* sums = plan.a_sums == nullptr ? nullptr : plan.a_sums + t * n_blocks;
       kernel.quantize_described(x.row<const float>(t), row, plan.n_in, scales, sums);
     }
   });
+  // Padding tokens repeat the last real one.
+  const int64_t last = plan.n_real_tokens - 1;
+  for (int64_t t = plan.n_real_tokens; t < plan.n_tokens; ++t) {
+    std::copy_n(dst + static_cast<size_t>(last) * plan.a_stride, plan.a_stride, dst + static_cast<size_t>(t) * plan.a_stride);
+    if (plan.a_sums != nullptr) std::copy_n(plan.a_sums + last * n_blocks, n_blocks, plan.a_sums + t * n_blocks);
+    if (plan.a_scales != nullptr) {
+      std::copy_n(plan.a_scales + static_cast<size_t>(last) * plan.a_scales_stride, plan.a_scales_stride,
+                  plan.a_scales + static_cast<size_t>(t) * plan.a_scales_stride);
+    }
+  }
   return {};
 }
 

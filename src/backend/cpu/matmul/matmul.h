@@ -80,6 +80,13 @@ class Matmul {
   // Runs prepared plans whose activations are quantized: one untiled plan by rows, else
   // every plan's tiles in one job.
   Status execute(ThreadPool& pool, std::span<Plan> plans);
+  // Under kFast, 2 or 3 tokens on repacking kernels run as kMinStripTokens (the last one
+  // repeated; its results dropped): a strip kernel multiplies 4 tokens for about the
+  // cost of 1, while its single-token path pays per token. Batch invariance makes each
+  // real token's result the same either way. True when `plans` were so padded (their
+  // y then points into padded_y_, which finish_padding() copies out).
+  bool pad_to_strip_tokens(std::span<Plan> plans);
+  void finish_padding(std::span<const Plan> plans);
   void run_rows(ThreadPool& pool, const Plan& plan);
   static void plan_tiles(int n_threads, Plan& plan);
   void run_tiled(ThreadPool& pool, std::span<const Plan> plans);
@@ -92,6 +99,7 @@ class Matmul {
   Scratch block_sums_;    // [n][n_in / 32] int32, for tile kernels that want them
   Scratch block_scales_;  // [n][n_in / 32 or 2 * n_in / 32] f32, for tile kernels that want them
   std::vector<Scratch> tile_scratch_;  // per thread: the repacked rows of a panel
+  Scratch padded_y_;  // [plans][kMinStripTokens][n_out] f32: padded products' outputs
   RepackedWeights repacked_;
   KvLookahead* lookahead_ = nullptr;
 };
