@@ -224,6 +224,7 @@ engine::EngineStats stats_since(const engine::EngineStats& before, engine::Engin
   after.timings.schedule -= before.timings.schedule;
   after.timings.forward -= before.timings.forward;
   after.timings.postprocess -= before.timings.postprocess;
+  after.timings.draft -= before.timings.draft;
   return after;
 }
 

@@ -59,6 +59,7 @@ Json speculative_json(const ConcurrencyRun& run) {
   const double proposed = static_cast<double>(s.n_draft_tokens);
   const double accepted = static_cast<double>(s.n_accepted_draft_tokens);
   return Json{{"method", run.speculative_method},
+              {"draft_seconds", run.engine.timings.draft},
               {"proposed_tokens", s.n_draft_tokens},
               {"accepted_tokens", s.n_accepted_draft_tokens},
               {"verifying_steps", s.n_speculative_steps},
@@ -143,11 +144,11 @@ void print_text(const ConcurrencyRun& run, const Latencies& l) {
     const Json spec = speculative_json(run);
     std::printf(
         "speculative: %s, %lld proposals verified, %lld kept (%.1f%%), %.2f kept per verifying "
-        "step (%lld steps)\n",
+        "step (%lld steps), draft passes %.3f s\n",
         run.speculative_method.c_str(), static_cast<long long>(s.scheduler.n_draft_tokens),
         static_cast<long long>(s.scheduler.n_accepted_draft_tokens),
         spec["acceptance_rate"].get<double>() * 100.0, spec["mean_accepted_length"].get<double>(),
-        static_cast<long long>(s.scheduler.n_speculative_steps));
+        static_cast<long long>(s.scheduler.n_speculative_steps), s.timings.draft);
   }
 }
 

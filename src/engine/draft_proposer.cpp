@@ -1,5 +1,6 @@
 #include "engine/draft_proposer.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "engine/sampler_stages.h"
@@ -64,28 +65,48 @@ Status DraftProposer::choose(Request& request, size_t index, std::span<const flo
   return {};
 }
 
-Status DraftProposer::propose(const SchedulerOutput& plan, Scheduler& scheduler,
-                              const kv::KvCacheManager& kv) {
+Status DraftProposer::propose(SchedulerOutput& plan, Scheduler& scheduler, const kv::KvCacheManager& kv) {
+  PAGODA_TRY(runner_.copy_blocks(plan.block_copies));  // the draft's K/V moves with the model's
   sequences_.clear();
   proposing_.clear();
-  for (const ScheduledRequest& entry : plan.scheduled) {
+  dropped_.clear();
+  int32_t budget = runner_.limits().max_batch_tokens;
+  for (ScheduledRequest& entry : plan.scheduled) {
+    if (entry.n_draft_tokens == 0) continue;
     Request* request = scheduler.find(entry.id);
     if (request == nullptr) continue;
-    const int32_t first = entry.first_position;
-    const int32_t known_end = first + entry.n_tokens - entry.n_draft_tokens;
-    const int32_t start = request->draft_computed_tokens == first - 1 ? first - 1 : first;
+    // The draft runs up to the request's last token, whose row gives the first proposal.
+    const int32_t end = request->num_tokens();
+    const int32_t start = std::min(request->draft_computed_tokens, end - 1);
     RunnerSequence sequence;
     sequence.first_position = start;
-    sequence.n_tokens = known_end - start;
-    sequence.samples = entry.n_draft_tokens > 0;
     sequence.tokens = request->tokens;
     sequence.block_table = kv.block_table(entry.id);
+    if (end - start > budget) {
+      // Too far behind for this step: catch up as far as the budget goes, propose later.
+      if (budget > 0) {
+        sequence.n_tokens = budget;
+        sequences_.push_back(sequence);
+        request->draft_computed_tokens = start + budget;
+        budget = 0;
+      }
+      plan.n_tokens -= entry.n_draft_tokens;
+      entry.n_tokens -= entry.n_draft_tokens;
+      entry.n_draft_tokens = 0;
+      request->draft_tokens.clear();
+      dropped_.push_back(entry.id);
+      continue;
+    }
+    sequence.n_tokens = end - start;
+    sequence.samples = true;
     sequences_.push_back(sequence);
-    request->draft_computed_tokens = known_end;
-    if (sequence.samples) proposing_.push_back(request);
+    budget -= sequence.n_tokens;
+    request->draft_computed_tokens = end;
+    proposing_.push_back(request);
   }
   if (sequences_.empty()) return {};
-  PAGODA_ASSIGN_OR_RETURN(StepLogits logits, runner_.execute(plan.block_copies, sequences_));
+  for (const RunnerSequence& sequence : sequences_) n_tokens_run_ += sequence.n_tokens;
+  PAGODA_ASSIGN_OR_RETURN(StepLogits logits, runner_.execute({}, sequences_));
   for (size_t i = 0; i < proposing_.size(); ++i) {
     PAGODA_TRY(choose(*proposing_[i], 0, logits.row(static_cast<int32_t>(i))));
   }
@@ -105,6 +126,7 @@ Status DraftProposer::propose(const SchedulerOutput& plan, Scheduler& scheduler,
       request->draft_computed_tokens = sequence.first_position + 1;
     }
     if (sequences_.empty()) break;
+    n_tokens_run_ += static_cast<int64_t>(sequences_.size());
     PAGODA_ASSIGN_OR_RETURN(logits, runner_.execute({}, sequences_));
     int32_t row = 0;
     for (Request* request : proposing_) {

@@ -2,14 +2,20 @@
 // Speculative decoding with a draft model: a smaller model of the same vocabulary, run
 // by the same engine on the same backend, proposes each request's next tokens. Its
 // paged KV cache is its own storage indexed by the target's block tables (the same
-// block ids, so its blocks are allocated, shared, copied on write, cached and freed with
-// the target's and cost nothing to manage). Each step, before the target's forward pass:
+// block ids, so its blocks are allocated, shared, copied on write and freed with the
+// target's and cost nothing to manage). The draft runs only for requests that propose,
+// so a batch whose requests have backed off pays nothing for it. Each step, before the
+// target's forward pass:
 //
-//  1. one pass over every scheduled request catches the draft's K/V up with the tokens
-//     the target computes this step (prompt chunks included), plus the one position it
-//     may trail by (a kept last proposal it never ran); a request verifying k
-//     proposals this step gets its first proposal from that pass's last row;
-//  2. k - 1 more passes of one token per such request give the rest.
+//  1. one pass catches the draft's K/V of each proposing request up to its last token
+//     (from Request::draft_computed_tokens: 0 for a new, preempted or forked request,
+//     which never trusts K/V it did not write; it then catches up over its whole
+//     context), whose row gives its first proposal; a request too far behind for the
+//     pass's budget catches up in part and proposes nothing this step;
+//  2. k - 1 more passes of one token per proposing request give the rest.
+//
+// Rows written into a block shared with other requests (a prefix, a fork) hold what
+// those requests' draft computes there too, the tokens up to them being the same.
 //
 // A greedy request's proposals are the draft's most likely tokens (a point-mass
 // proposal), kept exactly as far as the target's own choices agree. A sampled request's
@@ -43,8 +49,12 @@ class DraftProposer {
 
   // Runs steps 1 and 2 above for `plan` (whose block copies it applies to its storage
   // first): fills the proposals (draft_tokens, sized by the scheduler) of every
-  // scheduled request with n_draft_tokens > 0 and moves draft_computed_tokens.
-  Status propose(const SchedulerOutput& plan, Scheduler& scheduler, const kv::KvCacheManager& kv);
+  // scheduled request with n_draft_tokens > 0 and moves draft_computed_tokens. The
+  // requests it could not propose for have their proposals taken out of the plan (listed
+  // by dropped(), for their KV blocks to be trimmed).
+  Status propose(SchedulerOutput& plan, Scheduler& scheduler, const kv::KvCacheManager& kv);
+  std::span<const RequestId> dropped() const { return dropped_; }
+  int64_t n_tokens_run() const { return n_tokens_run_; }  // by the draft model, since start
 
  private:
   DraftProposer(std::unique_ptr<backend::KvStorage> storage, ModelRunner runner);
@@ -55,6 +65,8 @@ class DraftProposer {
   ModelRunner runner_;
   std::vector<RunnerSequence> sequences_;  // [requests of a pass]
   std::vector<Request*> proposing_;        // [requests with proposals to fill], in pass 1's order
+  std::vector<RequestId> dropped_;         // [requests whose proposals the step lost]
+  int64_t n_tokens_run_ = 0;
 };
 
 }  // namespace pagoda::engine

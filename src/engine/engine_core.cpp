@@ -206,6 +206,7 @@ EngineStats EngineCore::stats() const {
   stats.n_steps = n_steps_;
   stats.n_decode_steps = n_decode_steps_;
   stats.n_batched_tokens = n_batched_tokens_;
+  if (draft_) stats.n_draft_model_tokens = draft_->n_tokens_run();
   stats.timings = timings_;
   const Status health = backend_->health();
   if (!health.ok()) stats.backend_fault = health.message();

@@ -59,6 +59,7 @@ struct EngineTimings {          // seconds, summed over every step since start
   double forward = 0.0;         // block copies and the forward pass (ModelRunner::execute)
   double forward_decode = 0.0;  // of which in steps that only decoded (one token a request)
   double postprocess = 0.0;     // sampling, detokenizing, stop checks, Scheduler::update()
+  double draft = 0.0;           // a draft model's passes (speculative decoding)
 };
 
 struct EngineStats {
@@ -74,6 +75,7 @@ struct EngineStats {
   int64_t n_steps = 0;
   int64_t n_decode_steps = 0;    // steps that only decoded (one token a request)
   int64_t n_batched_tokens = 0;  // tokens run through the model, all steps together
+  int64_t n_draft_model_tokens = 0;  // tokens run through a draft model (speculative decoding)
   EngineTimings timings;
   // Why the backend can take no more work (a GPU kernel fault); empty while it can.
   // Every step fails then, each request with the error, and the server reports itself

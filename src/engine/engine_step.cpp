@@ -37,20 +37,25 @@ void EngineCore::gather_sequences(const SchedulerOutput& plan) {
 
 bool EngineCore::step(std::vector<Delivery>& out) {
   const Clock::time_point start = Clock::now();
-  const SchedulerOutput plan = scheduler_.schedule();
+  SchedulerOutput plan = scheduler_.schedule();
   const Clock::time_point scheduled = Clock::now();
   timings_.schedule += seconds_between(start, scheduled);
   if (plan.empty()) return false;
   ++n_steps_;
-  n_batched_tokens_ += plan.n_tokens;
 
   if (draft_) {
     const Status drafted = draft_->propose(plan, scheduler_, kv_);
+    timings_.draft += seconds_between(scheduled, Clock::now());
     if (!drafted.ok()) {
       fail_step(plan, drafted, out);
       return true;
     }
+    for (const RequestId id : draft_->dropped()) {
+      if (const Request* request = scheduler_.find(id)) kv_.truncate(id, request->num_tokens());
+    }
   }
+  n_batched_tokens_ += plan.n_tokens;
+  const Clock::time_point forward_start = Clock::now();
   gather_sequences(plan);
   for (const ScheduledRequest& entry : plan.scheduled) {
     Request* request = scheduler_.find(entry.id);
@@ -58,10 +63,10 @@ bool EngineCore::step(std::vector<Delivery>& out) {
   }
   Expected<StepLogits> logits = runner_.execute(plan.block_copies, sequences_);
   const Clock::time_point ran = Clock::now();
-  timings_.forward += seconds_between(scheduled, ran);
+  timings_.forward += seconds_between(forward_start, ran);
   if (plan.n_tokens == static_cast<int32_t>(plan.scheduled.size())) {  // one token each
     ++n_decode_steps_;
-    timings_.forward_decode += seconds_between(scheduled, ran);
+    timings_.forward_decode += seconds_between(forward_start, ran);
   }
   if (!logits.ok()) {
     fail_step(plan, logits.status(), out);

@@ -81,6 +81,9 @@ class ModelRunner {
   Expected<StepLogits> execute(std::span<const kv::BlockCopy> copies,
                                std::span<const RunnerSequence> sequences);
 
+  // Performs `copies` in order (execute() does it first).
+  Status copy_blocks(std::span<const kv::BlockCopy> copies);
+
   const RunnerLimits& limits() const { return limits_; }
 
  private:
@@ -89,7 +92,6 @@ class ModelRunner {
   Status check(std::span<const RunnerSequence> sequences) const;
   // Appends one sequence's rows (ids, positions, slots) and its attention entry.
   void append(const RunnerSequence& sequence);
-  Status copy_blocks(std::span<const kv::BlockCopy> copies);
 
   model::Model* model_;
   backend::Backend* backend_;

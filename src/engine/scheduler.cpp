@@ -105,6 +105,8 @@ void Scheduler::update(const SchedulerOutput& output, std::span<const SampledTok
     }
     // The proposals count once kept (below); their K/V rows past that are stale.
     request->num_computed_tokens += entry.n_tokens - entry.n_draft_tokens;
+    stats_.n_draft_tokens += entry.n_draft_tokens;
+    if (entry.n_draft_tokens > 0) ++stats_.n_speculative_steps;
   }
   for (const SampledTokenUpdate& token : sampled) {
     Request* request = find(token.id);

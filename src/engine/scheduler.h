@@ -66,10 +66,10 @@ struct SchedulerStats {
   // recomputed after a preemption. Counted when schedule() returns them.
   int64_t n_prefilled_tokens = 0;
   // Tokens run as single-token steps of a generated token (position >= n_prompt_tokens),
-  // and the proposals verified beside such a token.
+  // and the proposals scheduled beside such a token.
   int64_t n_decoded_tokens = 0;
-  // Speculative decoding: proposals verified, and of them those kept (counted by
-  // update()); request-steps that verified at least one proposal.
+  // Speculative decoding, counted by update(): proposals verified, and of them those
+  // kept; request-steps that verified at least one proposal.
   int64_t n_draft_tokens = 0;
   int64_t n_accepted_draft_tokens = 0;
   int64_t n_speculative_steps = 0;

@@ -194,8 +194,6 @@ void Scheduler::count_step(const SchedulerOutput& output) {
     if (entry.n_tokens == 1 + entry.n_draft_tokens &&
         entry.first_position >= request.n_prompt_tokens) {
       stats_.n_decoded_tokens += entry.n_tokens;
-      stats_.n_draft_tokens += entry.n_draft_tokens;
-      if (entry.n_draft_tokens > 0) ++stats_.n_speculative_steps;
     } else {
       stats_.n_prefilled_tokens += entry.n_tokens;
     }

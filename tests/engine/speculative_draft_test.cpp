@@ -140,6 +140,35 @@ TEST_F(SpeculativeDraft, GreedyOutputsAreThoseWithoutADraftAndSeedsReproduce) {
   }
 }
 
+// A prompt longer than the draft's pass holds: it catches up over a few steps, proposing
+// nothing meanwhile, then proposes; requests that opt out cost the draft nothing.
+TEST_F(SpeculativeDraft, TheDraftRunsOnlyForRequestsThatPropose) {
+  std::vector<EngineRequest> requests(2);
+  std::string text;
+  while (text.size() < 450) text += "Lily and Tom played in the park. They liked to play. ";
+  for (EngineRequest& r : requests) {
+    r.prompt = m_.tokenizer->encode(text, true, false);
+    r.sampling.temperature = 0.0f;
+    r.stop.max_tokens = 40;
+    r.stop.ignore_eog = true;
+  }
+  ASSERT_GT(requests[0].prompt.size(), 110u);  // more than the draft's 104 tokens a pass
+  ASSERT_LT(requests[0].prompt.size(), 200u);
+  const EngineConfig with_draft = config(SpeculativeMethod::kDraft, 256, quantized_.model.get());
+  const std::vector<Received> plain = run(config(SpeculativeMethod::kNone, 256), nullptr, requests);
+  EngineStats stats;
+  expect_same(plain, run(with_draft, quantized_.model.get(), requests, &stats));
+  EXPECT_GT(stats.scheduler.n_accepted_draft_tokens, 10);
+  // The draft ran each prompt once, and a token or a few per proposal.
+  EXPECT_GT(stats.n_draft_model_tokens, 2 * static_cast<int64_t>(requests[0].prompt.size()));
+
+  for (EngineRequest& r : requests) r.speculative = false;
+  EngineStats off;
+  expect_same(plain, run(with_draft, quantized_.model.get(), requests, &off));
+  EXPECT_EQ(off.scheduler.n_draft_tokens, 0);
+  EXPECT_EQ(off.n_draft_model_tokens, 0);
+}
+
 TEST_F(SpeculativeDraft, AbortsLeaveEveryBlockFree) {
   Expected<std::unique_ptr<Engine>> engine =
       Engine::create(*m_.model, *m_.backend, *m_.tokenizer,
