@@ -13,6 +13,7 @@ Expected<engine::SpeculativeConfig> SpeculativeArgs::config() const {
   config.num_speculative_tokens = num_tokens;
   config.ngram_min = ngram_min;
   config.ngram_max = ngram_max;
+  config.adaptive = adaptive;
   PAGODA_TRY(config.validate());
   return config;
 }
@@ -27,6 +28,9 @@ void add_speculative_options(CLI::App& command, SpeculativeArgs& args) {
   command.add_option("--num-speculative-tokens", args.num_tokens,
                      "Proposals verified per step at most (0: 3 for prompt lookup, 4 for a draft model)")
       ->capture_default_str();
+  command.add_flag("!--no-speculative-adaptive", args.adaptive,
+                   "Verify every proposal a request has, instead of those worth their rows "
+                   "(by its acceptance and the measured cost of a step)");
   command.add_option("--speculative-ngram-min", args.ngram_min, "Shortest suffix prompt lookup matches")
       ->capture_default_str();
   command.add_option("--speculative-ngram-max", args.ngram_max, "Longest suffix prompt lookup matches")

@@ -1,7 +1,8 @@
 #pragma once
 // The speculative-decoding flags `pagoda run`, `chat` and `bench` share (serve has the
 // same names in its settings table): --speculative-ngram [--speculative-ngram-min N
-// --speculative-ngram-max N], --speculative-model FILE, --num-speculative-tokens K.
+// --speculative-ngram-max N], --speculative-model FILE, --num-speculative-tokens K,
+// --no-speculative-adaptive.
 
 #include <CLI/CLI.hpp>
 #include <cstdint>
@@ -18,6 +19,7 @@ struct SpeculativeArgs {
   int32_t num_tokens = 0;  // 0: the method's default
   int32_t ngram_min = 2;
   int32_t ngram_max = 4;
+  bool adaptive = true;
 
   // The engine's settings; fails when both methods are asked for, or on values out of
   // range.

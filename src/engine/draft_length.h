@@ -1,32 +1,68 @@
 #pragma once
-// How many proposals a request verifies in its next step, adapted per request: a
-// proposal costs a row of the target's forward pass, which is almost free while decoding
-// is bound by reading the weights and is not once the batch is large. Each request keeps
-// an estimate of the chance that a proposal is accepted (a running average of its
-// accepted share); the k-th proposal is worth verifying when the chance that it is
-// reached and accepted, acceptance^k, clears the step's bar, which rises with the number
-// of requests decoding at once. A request whose estimate falls below the bar for even
-// one proposal stops proposing, and tries a single one again after a wait that doubles
-// each time (so a request that was hard to predict can recover, at little cost).
+// How many proposals each request verifies in the next step (speculative decoding).
+//
+// Each request keeps an estimate of the chance that one of its proposals is kept (a
+// running average of its kept share), so that its k-th proposal is worth acceptance^k
+// tokens. A proposal costs a row of the next forward pass, and with a draft model a
+// draft pass for the step's longest run of proposals; what a row costs comes from the
+// engine's measurements (StepCostModel): nearly nothing while a pass is bound by reading
+// the weights, a real share once the batch is large. choose_draft_lengths() gives rows
+// to the most valuable proposals of all requests, while the step's expected tokens per
+// second still rise.
+//
+// A request whose estimate falls very low stops proposing, and tries a single proposal
+// again after a wait that doubles each time (so a request that was hard to predict can
+// recover, at little cost).
 
 #include <cstdint>
+#include <span>
+#include <vector>
+
+#include "engine/step_cost.h"
 
 namespace pagoda::engine {
 
 struct DraftLengthState {
-  float acceptance = 0.6f;  // estimated chance a proposal is accepted, in [0, 1]
+  float acceptance = 0.6f;  // estimated chance a proposal is kept, in [0, 1]
   int32_t wait_steps = 0;   // steps left without proposals
   int32_t next_wait = 4;    // the wait after the next failed probe
 };
 
-// The bar a proposal's reach-and-accept chance must clear with `n_decoding` requests in
-// the step.
-float draft_acceptance_bar(int32_t n_decoding);
+// The most proposals the request may verify next step: 0 while it waits, 1 when a wait
+// ends (a probe: *probe set), else max_tokens; starts a wait when its estimate has
+// fallen too low.
+int32_t draft_cap(DraftLengthState& state, int32_t max_tokens, bool* probe);
 
-// Proposals to verify next step, in [0, max_tokens]; counts down a wait.
-int32_t next_draft_length(DraftLengthState& state, int32_t max_tokens, int32_t n_decoding);
+// The proposals worth verifying judged by the request's own estimate alone (at most
+// max_tokens, each with a chance of at least one in three to be reached and kept): for a
+// request whose output must not depend on what else runs (a seeded request whose
+// proposals are drawn), since the engine's measurements do.
+int32_t own_draft_length(const DraftLengthState& state, int32_t max_tokens);
 
 // Records a verification: `accepted` of `proposed` (> 0) proposals were kept.
 void record_draft_outcome(DraftLengthState& state, int32_t proposed, int32_t accepted);
+
+// One request's claim on the next step.
+struct DraftCandidate {
+  float acceptance = 0.0f;  // DraftLengthState::acceptance
+  int32_t max_tokens = 0;   // proposals it has (or may have) for the step
+  bool probe = false;       // verify one whatever it costs (the end of a wait)
+  int32_t chosen = 0;       // set by choose_draft_lengths
+};
+
+// A proposal's expected worth, for ordering (scratch of choose_draft_lengths).
+struct DraftGain {
+  float gain = 0.0f;   // acceptance^k
+  bool probe = false;  // chosen whatever it costs, first
+  int32_t candidate = 0;
+  int32_t k = 0;
+};
+
+// Sets each candidate's `chosen` in [0, max_tokens]. n_decoding: the requests that
+// decode next step (one row and one token each, proposals or not); draft_pass_seconds:
+// what one draft pass costs (0 for prompt lookup).
+void choose_draft_lengths(std::span<DraftCandidate> candidates, int32_t n_decoding,
+                          const StepCostModel& cost, double draft_pass_seconds,
+                          std::vector<DraftGain>& scratch);
 
 }  // namespace pagoda::engine

@@ -18,6 +18,7 @@
 
 #include "backend/backend.h"
 #include "core/status.h"
+#include "engine/draft_length.h"
 #include "engine/draft_proposer.h"
 #include "engine/engine_config.h"
 #include "engine/model_runner.h"
@@ -26,6 +27,7 @@
 #include "engine/request_output.h"
 #include "engine/request_processor.h"
 #include "engine/scheduler.h"
+#include "engine/step_cost.h"
 #include "kv/kv_cache_manager.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
@@ -148,6 +150,11 @@ class EngineCore {
   std::atomic<RequestId> next_id_{1};
   std::optional<NgramProposer> ngram_;  // set when speculating by prompt lookup
   std::unique_ptr<DraftProposer> draft_;  // set when speculating with a draft model
+  StepCostModel step_cost_;               // the target's forward seconds by rows, measured
+  double draft_pass_seconds_ = 0.0;       // a draft pass's seconds, running average
+  std::vector<DraftCandidate> candidates_;   // propose_drafts' scratch
+  std::vector<Request*> candidate_requests_;  // [candidates_]
+  std::vector<DraftGain> draft_gains_;
 
   // Per-step scratch, capacity kept between steps.
   std::vector<RunnerSequence> sequences_;    // [scheduled]

@@ -1,6 +1,7 @@
 // EngineCore's proposals for speculative decoding: after a step, each request it sampled
-// for that still runs gets the next step's proposals, as many as its adaptive draft
-// length allows (draft_length.h) and never past its max_tokens or the context. Prompt
+// for that still runs gets the next step's proposals, as many as are worth their rows
+// (draft_length.h: its acceptance, what a row costs as measured) and never past its
+// max_tokens or the context. Prompt
 // lookup writes them at once; a draft model gets placeholders, which the scheduler sizes
 // to its budget and the DraftProposer fills before the target's pass.
 #include <algorithm>
@@ -18,7 +19,8 @@ constexpr int32_t kPendingDraftToken = -1;
 void EngineCore::propose_drafts(const SchedulerOutput& plan) {
   if (!ngram_ && !draft_) return;
   const int32_t max_drafts = config_.speculative.max_draft_tokens();
-  const int32_t n_decoding = scheduler_.n_running();
+  candidates_.clear();
+  candidate_requests_.clear();
   for (const ScheduledRequest& entry : plan.scheduled) {
     if (!entry.samples) continue;
     Request* request = scheduler_.find(entry.id);
@@ -30,12 +32,42 @@ void EngineCore::propose_drafts(const SchedulerOutput& plan) {
     const int32_t room = std::min({max_drafts,
                                    config_.scheduler.max_model_len - 1 - request->num_tokens(),
                                    request->stop.max_tokens - request->n_generated() - 1});
-    const int32_t n_drafts = next_draft_length(request->draft_length, room, n_decoding);
-    if (n_drafts <= 0) continue;
+    const bool adaptive = config_.speculative.adaptive;
+    bool probe = false;
+    int32_t available = adaptive ? draft_cap(request->draft_length, room, &probe) : room;
+    if (available <= 0) continue;
     if (ngram_) {
-      ngram_->propose(request->tokens, n_drafts, request->draft_tokens);
+      ngram_->propose(request->tokens, available, request->draft_tokens);
+      available = static_cast<int32_t>(request->draft_tokens.size());
+      if (available == 0) continue;
+    }
+    // A seeded request with drawn proposals keeps to its own history (see
+    // own_draft_length): its output then depends on its seed alone.
+    const bool own = draft_ && !request->sampling.greedy() && request->sampling.seed.has_value();
+    if (!adaptive || own) {
+      const int32_t n_drafts = !adaptive || probe ? available : own_draft_length(request->draft_length, available);
+      if (ngram_) {
+        request->draft_tokens.resize(static_cast<size_t>(n_drafts));
+      } else {
+        request->draft_tokens.assign(static_cast<size_t>(n_drafts), kPendingDraftToken);
+      }
+      continue;
+    }
+    candidates_.push_back({.acceptance = request->draft_length.acceptance,
+                           .max_tokens = available,
+                           .probe = probe});
+    candidate_requests_.push_back(request);
+  }
+  if (candidates_.empty()) return;
+  choose_draft_lengths(candidates_, scheduler_.n_running(), step_cost_,
+                       draft_ ? draft_pass_seconds_ : 0.0, draft_gains_);
+  for (size_t i = 0; i < candidates_.size(); ++i) {
+    Request& request = *candidate_requests_[i];
+    const auto n_drafts = static_cast<size_t>(candidates_[i].chosen);
+    if (ngram_) {
+      request.draft_tokens.resize(n_drafts);
     } else {
-      request->draft_tokens.assign(static_cast<size_t>(n_drafts), kPendingDraftToken);
+      request.draft_tokens.assign(n_drafts, kPendingDraftToken);
     }
   }
 }

@@ -1,5 +1,6 @@
 // EngineCore's step: schedule, run the batch, then turn each sampling request's logits
 // into its next token and output.
+#include <algorithm>
 #include <chrono>
 #include <utility>
 
@@ -45,7 +46,14 @@ bool EngineCore::step(std::vector<Delivery>& out) {
 
   if (draft_) {
     const Status drafted = draft_->propose(plan, scheduler_, kv_);
-    timings_.draft += seconds_between(scheduled, Clock::now());
+    const double draft_seconds = seconds_between(scheduled, Clock::now());
+    timings_.draft += draft_seconds;
+    int32_t passes = 0;
+    for (const ScheduledRequest& entry : plan.scheduled) passes = std::max(passes, entry.n_draft_tokens);
+    if (passes > 0) {
+      const double pass = draft_seconds / passes;
+      draft_pass_seconds_ = draft_pass_seconds_ > 0.0 ? 0.8 * draft_pass_seconds_ + 0.2 * pass : pass;
+    }
     if (!drafted.ok()) {
       fail_step(plan, drafted, out);
       return true;
@@ -64,6 +72,7 @@ bool EngineCore::step(std::vector<Delivery>& out) {
   Expected<StepLogits> logits = runner_.execute(plan.block_copies, sequences_);
   const Clock::time_point ran = Clock::now();
   timings_.forward += seconds_between(forward_start, ran);
+  step_cost_.record(plan.n_tokens, seconds_between(forward_start, ran));
   if (plan.n_tokens == static_cast<int32_t>(plan.scheduled.size())) {  // one token each
     ++n_decode_steps_;
     timings_.forward_decode += seconds_between(forward_start, ran);

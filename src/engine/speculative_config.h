@@ -28,6 +28,9 @@ struct SpeculativeConfig {
   int32_t ngram_max = 4;
   // kDraft: the draft's GGUF file, which the caller loads (EngineCore takes the model).
   std::string draft_model_path;
+  // Each request verifies as many proposals as are worth their rows (draft_length.h);
+  // off: every request verifies num_speculative_tokens whenever it has them.
+  bool adaptive = true;
 
   bool enabled() const { return method != SpeculativeMethod::kNone; }
   // num_speculative_tokens, or the method's default when it is 0.

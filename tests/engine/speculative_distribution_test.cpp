@@ -82,11 +82,11 @@ class SpeculativeDistribution : public ::testing::Test {
 
   static EngineConfig base_config() {
     EngineConfig config;
-    // Few at a time: with many decoding at once, proposals back off (draft_length.h).
     config.scheduler = {.max_batched_tokens = 256, .max_running = 4, .max_model_len = 64};
     config.kv_memory.bytes = 64u << 20;
     config.speculative.method = SpeculativeMethod::kDraft;
     config.speculative.num_speculative_tokens = 3;
+    config.speculative.adaptive = false;  // every request verifies 3 when it can
     return config;
   }
 

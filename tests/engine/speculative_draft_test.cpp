@@ -121,6 +121,15 @@ TEST_F(SpeculativeDraft, GreedyOutputsAreThoseWithoutADraftAndSeedsReproduce) {
       EXPECT_GT(n_sampled_differently, 0);
       if (n_blocks == 256) {
         expect_same(speculated, run(with_draft, draft->model.get(), requests));
+        // With adaptive proposal counts, which follow measured timings, a seeded request
+        // still gets the same tokens every run (it keeps to its own history).
+        EngineConfig adaptive = with_draft;
+        adaptive.speculative.adaptive = true;
+        const std::vector<Received> first = run(adaptive, draft->model.get(), requests);
+        expect_same(first, run(adaptive, draft->model.get(), requests));
+        for (size_t i = 0; i < requests.size(); ++i) {
+          if (requests[i].sampling.greedy()) expect_same({plain[i]}, {first[i]});
+        }
       }
       EXPECT_EQ(stats.n_kv_blocks, n_blocks);  // the budget paid for both caches
       const double proposed = static_cast<double>(stats.scheduler.n_draft_tokens);

@@ -12,6 +12,7 @@
 
 #include "engine/draft_length.h"
 #include "engine/ngram_proposer.h"
+#include "engine/step_cost.h"
 #include "engine_test_util.h"
 #include "speculative_test_util.h"
 
@@ -51,29 +52,80 @@ TEST(NgramProposer, ContinuesTheLatestOccurrenceOfTheLongestSuffix) {
   EXPECT_TRUE(out.empty());
 }
 
-TEST(DraftLength, FollowsAcceptanceAndBacksOffWhenProposalsFail) {
+TEST(StepCost, PredictsFromWhatItMeasured) {
+  StepCostModel cost(64);
+  EXPECT_EQ(cost.predict(4), 0.0);  // nothing measured
+  cost.record(1, 0.010);
+  cost.record(9, 0.018);
+  EXPECT_DOUBLE_EQ(cost.predict(1), 0.010);
+  EXPECT_DOUBLE_EQ(cost.predict(5), 0.014);  // between 1 and 9
+  EXPECT_DOUBLE_EQ(cost.predict(30), 0.018);  // above the largest measured: no dearer
+  cost.record(9, 0.028);                      // a running average
+  EXPECT_DOUBLE_EQ(cost.predict(9), 0.8 * 0.018 + 0.2 * 0.028);
+  cost.record(0, 1.0);  // ignored: no such pass, or past the largest
+  cost.record(65, 1.0);
+  EXPECT_DOUBLE_EQ(cost.predict(64), 0.8 * 0.018 + 0.2 * 0.028);
+}
+
+TEST(DraftLength, BacksOffWhenProposalsFailAndProbesAfterAWait) {
   DraftLengthState state;
-  state.acceptance = 0.9f;
-  // Alone, the bar is low: 0.9^4 = 0.66 clears it.
-  EXPECT_EQ(next_draft_length(state, 4, 1), 4);
-  // With 16 requests decoding the bar is 0.75: only 0.9 and 0.81 clear it.
-  EXPECT_EQ(next_draft_length(state, 4, 16), 2);
-  EXPECT_EQ(next_draft_length(state, 1, 1), 1);  // never past what fits
-  EXPECT_EQ(next_draft_length(state, 0, 1), 0);
-  // Rejections pull the estimate down until not even one proposal is worth a row...
+  bool probe = true;
+  EXPECT_EQ(draft_cap(state, 3, &probe), 3);
+  EXPECT_FALSE(probe);
+  EXPECT_EQ(draft_cap(state, 0, &probe), 0);
   for (int i = 0; i < 12; ++i) record_draft_outcome(state, 3, 0);
-  EXPECT_LT(state.acceptance, 0.15f);
-  EXPECT_EQ(next_draft_length(state, 4, 1), 0);
-  // ...then it waits 4 steps and probes with one.
-  EXPECT_EQ(next_draft_length(state, 4, 1), 0);
-  EXPECT_EQ(next_draft_length(state, 4, 1), 0);
-  EXPECT_EQ(next_draft_length(state, 4, 1), 0);
-  EXPECT_EQ(next_draft_length(state, 4, 1), 1);
-  record_draft_outcome(state, 1, 0);  // a failed probe: the next wait is 8 steps
-  EXPECT_EQ(next_draft_length(state, 4, 1), 0);
+  EXPECT_LT(state.acceptance, 0.1f);
+  EXPECT_EQ(draft_cap(state, 3, &probe), 0);  // a wait of 4 steps starts
+  EXPECT_EQ(draft_cap(state, 3, &probe), 0);
+  EXPECT_EQ(draft_cap(state, 3, &probe), 0);
+  EXPECT_EQ(draft_cap(state, 3, &probe), 0);
+  EXPECT_EQ(draft_cap(state, 3, &probe), 1);  // then one probe
+  EXPECT_TRUE(probe);
+  record_draft_outcome(state, 1, 0);  // it failed: the next wait is 8 steps
+  EXPECT_EQ(draft_cap(state, 3, &probe), 0);
   EXPECT_EQ(state.wait_steps, 8);
-  EXPECT_FLOAT_EQ(draft_acceptance_bar(1), 0.15f);
-  EXPECT_FLOAT_EQ(draft_acceptance_bar(100), 0.9f);
+  record_draft_outcome(state, 1, 1);  // a kept proposal resets the waits to come
+  EXPECT_EQ(state.next_wait, 4);
+}
+
+std::vector<int32_t> chosen_lengths(std::vector<DraftCandidate> candidates, int32_t n_decoding,
+                                    const StepCostModel& cost, double draft_pass_seconds = 0.0) {
+  std::vector<DraftGain> scratch;
+  choose_draft_lengths(candidates, n_decoding, cost, draft_pass_seconds, scratch);
+  std::vector<int32_t> chosen;
+  for (const DraftCandidate& c : candidates) chosen.push_back(c.chosen);
+  return chosen;
+}
+
+TEST(DraftLength, GivesRowsToTheProposalsWorthTheirCost) {
+  const std::vector<DraftCandidate> three = {{.acceptance = 0.9f, .max_tokens = 4},
+                                             {.acceptance = 0.5f, .max_tokens = 4},
+                                             {.acceptance = 0.2f, .max_tokens = 4}};
+  // Rows cost nothing more (decoding bound by reading the weights): every proposal.
+  StepCostModel flat(64);
+  flat.record(3, 0.01);
+  EXPECT_EQ(chosen_lengths(three, 3, flat), (std::vector<int32_t>{4, 4, 4}));
+  // Nothing measured yet: every proposal too, so that the sizes get measured.
+  EXPECT_EQ(chosen_lengths(three, 3, StepCostModel(64)), (std::vector<int32_t>{4, 4, 4}));
+  // Bound by arithmetic (a pass costs its rows): a proposal brings less than the row it
+  // takes, none is worth it.
+  StepCostModel linear(64);
+  for (int32_t rows = 1; rows <= 64; ++rows) linear.record(rows, 0.001 * rows);
+  EXPECT_EQ(chosen_lengths(three, 3, linear), (std::vector<int32_t>{0, 0, 0}));
+  // A fixed part and a part per row (10 ms + 1 ms a row): with 3 rows, 3 tokens take
+  // 13 ms; a proposal is worth its row while its chance beats the step's tokens per
+  // ms by enough: 0.9, 0.81, 0.73, 0.66 (the first request's) and 0.5 are, 0.25 is not.
+  StepCostModel mixed(64);
+  for (int32_t rows = 1; rows <= 64; ++rows) mixed.record(rows, 0.010 + 0.001 * rows);
+  EXPECT_EQ(chosen_lengths(three, 3, mixed), (std::vector<int32_t>{4, 1, 0}));
+  // With a draft model each pass costs too, whoever it serves: at 4 ms a pass, one pass
+  // for the two likelier requests (4.4 tokens in 19 ms) beats none (3 in 13) and two
+  // (5.46 in 25); at 20 ms a pass, none pays.
+  EXPECT_EQ(chosen_lengths(three, 3, mixed, 0.004), (std::vector<int32_t>{1, 1, 0}));
+  EXPECT_EQ(chosen_lengths(three, 3, mixed, 0.020), (std::vector<int32_t>{0, 0, 0}));
+  // A probe is verified whatever it costs.
+  EXPECT_EQ(chosen_lengths({{.acceptance = 0.05f, .max_tokens = 1, .probe = true}}, 3, linear),
+            (std::vector<int32_t>{1}));
 }
 
 class SpeculativeStories : public ::testing::Test {
@@ -220,6 +272,7 @@ TEST(SpeculativeSmolLM2, RepeatingATextGivesTheSameTokensWithFewerSteps) {
   plain.kv_memory.bytes = 64u << 20;
   EngineConfig speculative = plain;
   speculative.speculative.method = SpeculativeMethod::kNgram;
+  speculative.speculative.adaptive = false;
   BatchedModel m = testing::load_batched_model_file(path, speculative.load_options());
   ASSERT_TRUE(m.model && m.tokenizer);
   const std::string text =

@@ -77,7 +77,8 @@ TEST(ServeConfig, EveryFlag) {
        "--kv-cache-type", "q8_0", "--kv-cache-memory", "512MiB", "--no-prefix-caching",
        "--prefix-cache-eviction", "lfu", "--max-priority-boost", "4", "--no-metrics",
        "--metrics-path", "/prom", "--no-speculative-ngram", "--speculative-model", kModel,
-       "--num-speculative-tokens", "5", "--speculative-ngram-min", "3", "--speculative-ngram-max", "6"});
+       "--num-speculative-tokens", "5", "--speculative-ngram-min", "3", "--speculative-ngram-max", "6",
+       "--no-speculative-adaptive"});
   ASSERT_TRUE(config.ok()) << config.status().message();
   const ServeConfig& c = *config;
   EXPECT_EQ(c.model_name, "tiny");
@@ -86,6 +87,7 @@ TEST(ServeConfig, EveryFlag) {
   EXPECT_EQ(c.engine.speculative.num_speculative_tokens, 5);
   EXPECT_EQ(c.engine.speculative.ngram_min, 3);
   EXPECT_EQ(c.engine.speculative.ngram_max, 6);
+  EXPECT_FALSE(c.engine.speculative.adaptive);
   EXPECT_EQ(c.chat_template_file, tmpl);
   EXPECT_EQ(c.backend.cpu.numerics, backend::CpuNumerics::kReference);
   EXPECT_EQ(c.backend.cpu.n_threads, 3);

@@ -280,6 +280,10 @@ const SettingSpec kSettings[] = {
      [](ServeConfig& c, const Values& v) {
        return set_integer(c.engine.speculative.num_speculative_tokens, v, 0, 16);
      }},
+    {"speculative-adaptive", "", SettingKind::kBool, "", "on", kEngine,
+     "Each request verifies as many proposals as are worth their rows, by its acceptance "
+     "and the measured cost of a step (--no-speculative-adaptive: always all it has)",
+     [](ServeConfig& c, const Values& v) { return set_bool(c.engine.speculative.adaptive, v); }},
     {"speculative-ngram-min", "", SettingKind::kInteger, "INT", "2", kEngine,
      "Shortest suffix of a request that prompt lookup matches",
      [](ServeConfig& c, const Values& v) { return set_integer(c.engine.speculative.ngram_min, v, 1, 16); }},

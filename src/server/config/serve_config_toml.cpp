@@ -122,6 +122,7 @@ constexpr SectionKey kSectionKeys[] = {
     {"speculative", "draft_model", "speculative-model"},
     {"speculative", "num_tokens", "num-speculative-tokens"},
     {"speculative", "num_speculative_tokens", "num-speculative-tokens"},
+    {"speculative", "adaptive", "speculative-adaptive"},
     {"speculative", "ngram_min", "speculative-ngram-min"},
     {"speculative", "ngram_max", "speculative-ngram-max"},
     {"metrics", "enabled", "metrics"},
