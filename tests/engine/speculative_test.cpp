@@ -53,18 +53,32 @@ TEST(NgramProposer, ContinuesTheLatestOccurrenceOfTheLongestSuffix) {
 }
 
 TEST(StepCost, PredictsFromWhatItMeasured) {
-  StepCostModel cost(64);
+  // Each record() is a pass; a count measured twice or more is kept 10 passes, one
+  // measured once 4 (an eighth of 10, at least 4).
+  StepCostModel cost(64, /*memory_steps=*/10);
   EXPECT_EQ(cost.predict(4), 0.0);  // nothing measured
+  cost.record(1, 0.010);  // passes 1, 2
   cost.record(1, 0.010);
+  cost.record(9, 0.018);  // passes 3, 4
   cost.record(9, 0.018);
   EXPECT_DOUBLE_EQ(cost.predict(1), 0.010);
-  EXPECT_DOUBLE_EQ(cost.predict(5), 0.014);  // between 1 and 9
+  EXPECT_DOUBLE_EQ(cost.predict(5), 0.014);   // between 1 and 9
   EXPECT_DOUBLE_EQ(cost.predict(30), 0.018);  // above the largest measured: no dearer
-  cost.record(9, 0.028);                      // a running average
-  EXPECT_DOUBLE_EQ(cost.predict(9), 0.8 * 0.018 + 0.2 * 0.028);
-  cost.record(0, 1.0);  // ignored: no such pass, or past the largest
-  cost.record(65, 1.0);
-  EXPECT_DOUBLE_EQ(cost.predict(64), 0.8 * 0.018 + 0.2 * 0.028);
+  cost.record(9, 0.028);  // slower: followed gently (pass 5)
+  EXPECT_DOUBLE_EQ(cost.predict(9), 0.019);
+  cost.record(9, 0.008);  // faster: followed at once, by half (pass 6)
+  EXPECT_DOUBLE_EQ(cost.predict(9), 0.0135);
+  cost.record(40, 0.5);  // measured once (pass 7)
+  EXPECT_DOUBLE_EQ(cost.predict(40), 0.5);
+  for (int i = 0; i < 4; ++i) cost.record(9, 0.0135);  // passes 8 to 11
+  EXPECT_DOUBLE_EQ(cost.predict(40), 0.5);
+  cost.record(9, 0.0135);  // pass 12: 5 after the single measure of 40
+  EXPECT_DOUBLE_EQ(cost.predict(40), 0.0135);
+  EXPECT_DOUBLE_EQ(cost.predict(1), 0.010);  // 10 passes after its last measure
+  cost.record(0, 1.0);  // pass 13 (no such step: nothing measured)
+  EXPECT_DOUBLE_EQ(cost.predict(1), 0.0135);  // forgotten: the nearest measured count
+  cost.record(65, 1.0);  // past the largest count
+  EXPECT_DOUBLE_EQ(cost.predict(64), 0.0135);
 }
 
 TEST(DraftLength, BacksOffWhenProposalsFailAndProbesAfterAWait) {
@@ -88,6 +102,17 @@ TEST(DraftLength, BacksOffWhenProposalsFailAndProbesAfterAWait) {
   EXPECT_EQ(state.next_wait, 4);
 }
 
+// Passes of every row count measured (twice, so that they are kept) at fixed + per_row
+// seconds a row.
+StepCostModel measured_cost(double fixed, double per_row) {
+  StepCostModel cost(64, /*memory_steps=*/1000);
+  for (int32_t rows = 1; rows <= 64; ++rows) {
+    cost.record(rows, fixed + per_row * rows);
+    cost.record(rows, fixed + per_row * rows);
+  }
+  return cost;
+}
+
 std::vector<int32_t> chosen_lengths(std::vector<DraftCandidate> candidates, int32_t n_decoding,
                                     const StepCostModel& cost, double draft_pass_seconds = 0.0) {
   std::vector<DraftGain> scratch;
@@ -102,21 +127,18 @@ TEST(DraftLength, GivesRowsToTheProposalsWorthTheirCost) {
                                              {.acceptance = 0.5f, .max_tokens = 4},
                                              {.acceptance = 0.2f, .max_tokens = 4}};
   // Rows cost nothing more (decoding bound by reading the weights): every proposal.
-  StepCostModel flat(64);
-  flat.record(3, 0.01);
+  const StepCostModel flat = measured_cost(0.01, 0.0);
   EXPECT_EQ(chosen_lengths(three, 3, flat), (std::vector<int32_t>{4, 4, 4}));
   // Nothing measured yet: every proposal too, so that the sizes get measured.
   EXPECT_EQ(chosen_lengths(three, 3, StepCostModel(64)), (std::vector<int32_t>{4, 4, 4}));
   // Bound by arithmetic (a pass costs its rows): a proposal brings less than the row it
   // takes, none is worth it.
-  StepCostModel linear(64);
-  for (int32_t rows = 1; rows <= 64; ++rows) linear.record(rows, 0.001 * rows);
+  const StepCostModel linear = measured_cost(0.0, 0.001);
   EXPECT_EQ(chosen_lengths(three, 3, linear), (std::vector<int32_t>{0, 0, 0}));
   // A fixed part and a part per row (10 ms + 1 ms a row): with 3 rows, 3 tokens take
   // 13 ms; a proposal is worth its row while its chance beats the step's tokens per
   // ms by enough: 0.9, 0.81, 0.73, 0.66 (the first request's) and 0.5 are, 0.25 is not.
-  StepCostModel mixed(64);
-  for (int32_t rows = 1; rows <= 64; ++rows) mixed.record(rows, 0.010 + 0.001 * rows);
+  const StepCostModel mixed = measured_cost(0.010, 0.001);
   EXPECT_EQ(chosen_lengths(three, 3, mixed), (std::vector<int32_t>{4, 1, 0}));
   // With a draft model each pass costs too, whoever it serves: at 4 ms a pass, one pass
   // for the two likelier requests (4.4 tokens in 19 ms) beats none (3 in 13) and two
