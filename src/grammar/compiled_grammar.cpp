@@ -10,6 +10,8 @@
 #include "grammar/compiled_grammar_internal.h"
 #include "grammar/grammar_rewrite.h"
 #include "grammar/position_signature.h"
+#include "grammar/repetition_chain.h"
+#include "grammar/token_classifier.h"
 
 namespace pagoda::grammar {
 
@@ -26,22 +28,24 @@ using namespace detail;
 
 constexpr size_t kMaxPositions = size_t{1} << 24;
 
-Status build_tables(CompiledData& d) {
+Status build_tables(CompiledData& d, RepetitionLevels& repetitions) {
   const Grammar& g = d.grammar;
-  const int32_t n_rules = g.n_rules();
   const std::vector<char> productive = productive_rules(g);
   d.root = g.root();
-  d.alt_starts.assign(n_rules, {});
   // The alternatives that can complete (one needing an unproductive rule never does).
-  std::vector<std::vector<Sequence>> rule_alts(n_rules);
-  for (int32_t r = 0; r < n_rules; ++r) {
+  std::vector<std::vector<Sequence>> rule_alts(g.n_rules());
+  for (int32_t r = 0; r < g.n_rules(); ++r) {
     for (const Sequence& alt : g.rule(r).alternatives) {
       bool usable = true;
       for (const Element& e : alt) usable = usable && (!e.is_rule_ref() || productive[e.rule]);
       if (usable) rule_alts[r].push_back(alt);
     }
   }
+  std::vector<RepetitionChain> chains = find_repetition_chains(rule_alts);
   inline_small_rules(rule_alts, d.root);
+  align_repetition_chains(rule_alts, chains);  // may add rules after the grammar's
+  const auto n_rules = static_cast<int32_t>(rule_alts.size());
+  d.alt_starts.assign(n_rules, {});
   std::vector<std::pair<std::vector<CharRange>, int32_t>> class_index;  // for sharing equal classes
   std::vector<std::vector<uint32_t>> refs_to(n_rules);  // ref positions per referenced rule
   for (int32_t r = 0; r < n_rules; ++r) {
@@ -130,6 +134,7 @@ Status build_tables(CompiledData& d) {
     d.follow[r] = std::move(all);
     d.may_end_sentence[r] = ends;
   }
+  repetitions = repetition_levels(d, chains, reachable);
   // Positions to classify: those of reachable rules; positions whose walks cannot differ
   // (see PositionSigner) share one set.
   d.token_set_of.assign(d.positions.size(), -1);
@@ -148,80 +153,84 @@ Status build_tables(CompiledData& d) {
   return Status::ok_status();
 }
 
-// Sorts every matchable token into accepted / rejected / uncertain at position p.
-void classify_position(const CompiledData& d, uint32_t p, TrieWalker& walker, std::vector<Node>& nodes,
-                       PositionTokens& out) {
-  const VocabIndex& vocab = *d.vocab;
-  StepResult start;
-  start.tops.push_back(Top{p, 0, kMarker, 0});
-  nodes.clear();
-  std::vector<int32_t> accepted;
-  std::vector<int32_t> uncertain;
-  auto on_token = [&](int32_t idx, const StepResult* end) {
-    if (end->overflow) {
-      uncertain.push_back(idx);
-      return;
+// One classification task: a set at its first position, or the sets of a repetition
+// column's positions (from one walk).
+struct ClassifyJob {
+  int32_t set = -1;     // the set at its first position, when column < 0
+  int32_t column = -1;  // RepetitionLevels::columns
+  std::vector<ColumnSet> column_sets;
+};
+
+// Each set once: a column takes the sets first met at its positions when there are
+// several (one walk instead of one each); the rest are classified alone.
+std::vector<ClassifyJob> plan_jobs(const CompiledData& d, const RepetitionLevels& rep, bool derive_repetitions) {
+  std::vector<ClassifyJob> jobs;
+  std::vector<std::vector<ColumnSet>> column_sets(rep.columns.size());
+  std::vector<int32_t> alone;
+  for (int32_t s = 0; s < static_cast<int32_t>(d.set_position.size()); ++s) {
+    const uint32_t p = d.set_position[s];
+    const int32_t c = derive_repetitions ? rep.column_of[p] : -1;
+    if (c < 0) {
+      alone.push_back(s);
+      continue;
     }
-    bool clean = end->clean_end;
-    bool escaped = end->escaped_end;
-    for (const Top& t : end->tops) {
-      if (t.flags & kEscaped) {
-        escaped = true;
-      } else {
-        clean = true;
-        break;
-      }
-    }
-    if (clean) {
-      accepted.push_back(vocab.sorted_tokens()[idx]);
-    } else if (escaped) {
-      uncertain.push_back(idx);
-    }
-  };
-  auto on_dead = [&](int32_t begin, int32_t end, const StepResult* at) {
-    if (!at->overflow) return;  // rejected
-    for (int32_t i = begin; i < end; ++i) uncertain.push_back(i);
-  };
-  walker.walk_range(start, 0, static_cast<int32_t>(vocab.sorted_tokens().size()), on_token, on_dead);
-  std::sort(accepted.begin(), accepted.end());
-  const size_t words = bitmask_words(vocab.n_vocab());
-  if (accepted.size() > words) {
-    out.accepted_bits.assign(words, 0);
-    for (int32_t id : accepted) out.accepted_bits[id / 32] |= 1u << (id % 32);
-  } else {
-    out.accepted = std::move(accepted);
+    const std::vector<uint32_t>& positions = rep.columns[c].positions;
+    const auto level = static_cast<int32_t>(std::find(positions.begin(), positions.end(), p) - positions.begin());
+    column_sets[c].push_back(ColumnSet{level, s});
   }
-  out.uncertain = std::move(uncertain);
+  for (size_t c = 0; c < column_sets.size(); ++c) {
+    if (column_sets[c].size() == 1) alone.push_back(column_sets[c][0].set);
+    if (column_sets[c].size() < 2) continue;
+    jobs.push_back(ClassifyJob{-1, static_cast<int32_t>(c), std::move(column_sets[c])});
+  }
+  for (int32_t s : alone) jobs.push_back(ClassifyJob{s, -1, {}});
+  return jobs;
 }
 
 }  // namespace
 
 Expected<std::shared_ptr<const CompiledGrammar>> compile_grammar(const Grammar& grammar,
                                                                  std::shared_ptr<const VocabIndex> vocab) {
+  return detail::compile_grammar(grammar, std::move(vocab), CompileOptions{});
+}
+
+Expected<std::shared_ptr<const CompiledGrammar>> detail::compile_grammar(const Grammar& grammar,
+                                                                         std::shared_ptr<const VocabIndex> vocab,
+                                                                         const CompileOptions& options) {
   const auto t0 = std::chrono::steady_clock::now();
   PAGODA_TRY(grammar.validate());
   if (!vocab) vocab = VocabIndex::create({}, {});
   auto d = std::make_unique<CompiledData>();
   d->grammar = grammar;
   d->vocab = std::move(vocab);
-  PAGODA_TRY(build_tables(*d));
+  RepetitionLevels repetitions;
+  PAGODA_TRY(build_tables(*d, repetitions));
 
-  const std::vector<uint32_t>& todo = d->set_position;
   if (!d->vocab->sorted_tokens().empty()) {
-    // Positions are independent: spread them over threads when there is enough work.
-    const size_t work = todo.size() * d->vocab->sorted_tokens().size();
+    const std::vector<ClassifyJob> jobs = plan_jobs(*d, repetitions, options.derive_repetitions);
+    // Jobs are independent: spread them over threads when there is enough work.
+    const size_t work = jobs.size() * d->vocab->sorted_tokens().size();
     const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
     const unsigned n_threads = work < (size_t{1} << 20) ? 1u : std::min<unsigned>(hw, 16);
     std::atomic<size_t> next{0};
-    std::mutex depth_mutex;
+    std::mutex stats_mutex;
     auto worker = [&]() {
-      std::vector<Node> nodes;
-      TrieWalker walker(*d, nodes, /*lookahead=*/true);
-      for (size_t i; (i = next.fetch_add(1)) < todo.size();) {
-        classify_position(*d, todo[i], walker, nodes, d->token_sets[i]);
+      CompileStats counts;
+      ClassifyScratch scratch(*d);
+      for (size_t i; (i = next.fetch_add(1)) < jobs.size();) {
+        const ClassifyJob& job = jobs[i];
+        if (job.column >= 0) {
+          classify_column(*d, repetitions, repetitions.columns[job.column], job.column_sets, scratch,
+                          d->token_sets, counts);
+        } else {
+          classify_position(*d, d->set_position[job.set], scratch, d->token_sets[job.set]);
+          ++counts.n_walks;
+        }
       }
-      std::lock_guard<std::mutex> lock(depth_mutex);
-      d->max_local_depth = std::max(d->max_local_depth, walker.stepper().max_depth());
+      std::lock_guard<std::mutex> lock(stats_mutex);
+      d->max_local_depth = std::max(d->max_local_depth, scratch.walker.stepper().max_depth());
+      d->stats.n_walks += counts.n_walks;
+      d->stats.n_rewalked += counts.n_rewalked;
     };
     if (n_threads == 1) {
       worker();
@@ -233,7 +242,7 @@ Expected<std::shared_ptr<const CompiledGrammar>> compile_grammar(const Grammar& 
   }
 
   CompileStats& st = d->stats;
-  st.n_classified = static_cast<int32_t>(todo.size());
+  st.n_classified = static_cast<int32_t>(d->token_sets.size());
   const int64_t n_matchable = static_cast<int64_t>(d->vocab->sorted_tokens().size());
   for (const PositionTokens& s : d->token_sets) {
     int64_t acc = static_cast<int64_t>(s.accepted.size());

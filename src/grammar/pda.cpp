@@ -45,6 +45,16 @@ void Stepper::initial(StepResult& out) {
   dedupe(out.tops);
 }
 
+void Stepper::escape(int32_t rule, StepResult& out) {
+  begin_step(out);
+  out.escaped_end = g_->may_end_sentence[rule];
+  for (uint32_t f : g_->follow[rule]) {
+    closure(f, kMarker, kEscaped, out);
+    if (out.overflow) return;
+  }
+  dedupe(out.tops);
+}
+
 bool Stepper::visit(uint64_t key) {
   // Most steps visit a handful of keys: a linear scan, then a hash set.
   if (!spilled_) {
@@ -139,7 +149,10 @@ void Stepper::closure(uint32_t start, int32_t start_parent, uint32_t start_flags
         } else if (w.parent == kBottom) {
           out.can_terminate = true;
         } else {  // kMarker: the classified position's rule ended
-          if ((w.flags & kEscaped) == 0) out.clean_end = true;
+          if ((w.flags & kEscaped) == 0) {
+            out.clean_end = true;
+            if (end_levels_) out.clean_end_level = std::min(out.clean_end_level, end_levels_[w.pos]);
+          }
           if (!lookahead_) break;
           if (!visit((uint64_t{3} << 62) | (uint64_t{w.flags & 1} << 61) | static_cast<uint32_t>(p.rule))) break;
           if (g_->may_end_sentence[p.rule]) out.escaped_end = true;

@@ -1,0 +1,165 @@
+// Bounded repetitions' chains of levels (repetition_chain.h).
+
+#include "grammar/repetition_chain.h"
+
+#include <algorithm>
+
+namespace pagoda::grammar::detail {
+namespace {
+
+// The rule that every non-empty alternative of rule r ends with a reference to (not r),
+// when r also has an empty alternative; -1 otherwise.
+int32_t next_level(const std::vector<Sequence>& alts, int32_t r) {
+  int32_t next = -1;
+  bool has_empty = false;
+  for (const Sequence& a : alts) {
+    if (a.empty()) {
+      has_empty = true;
+      continue;
+    }
+    const Element& last = a.back();
+    if (!last.is_rule_ref() || last.rule == r || (next >= 0 && last.rule != next)) return -1;
+    next = last.rule;
+  }
+  return has_empty ? next : -1;
+}
+
+// Whether `upper`'s alternatives are `lower`'s but for their last elements.
+bool alike_but_last(const std::vector<Sequence>& upper, const std::vector<Sequence>& lower) {
+  if (upper.size() != lower.size()) return false;
+  for (size_t a = 0; a < upper.size(); ++a) {
+    if (upper[a].size() != lower[a].size()) return false;
+    if (!upper[a].empty() && !std::equal(upper[a].begin(), upper[a].end() - 1, lower[a].begin())) return false;
+  }
+  return true;
+}
+
+// `upper`'s alternatives without their last elements (the empty ones kept).
+std::vector<Sequence> stripped(const std::vector<Sequence>& upper) {
+  std::vector<Sequence> out = upper;
+  for (Sequence& a : out) {
+    if (!a.empty()) a.pop_back();
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<RepetitionChain> find_repetition_chains(const std::vector<std::vector<Sequence>>& alts) {
+  const int32_t n = static_cast<int32_t>(alts.size());
+  std::vector<int32_t> next(n);
+  for (int32_t r = 0; r < n; ++r) next[r] = next_level(alts[r], r);
+  // alike[r]: r's level and the next are alike, and the next has a next level too.
+  std::vector<char> alike(n, 0);
+  std::vector<char> has_upper(n, 0);
+  for (int32_t r = 0; r < n; ++r) {
+    alike[r] = next[r] >= 0 && next[next[r]] >= 0 && alike_but_last(alts[r], alts[next[r]]);
+    if (alike[r]) has_upper[next[r]] = 1;
+  }
+  std::vector<RepetitionChain> found;
+  std::vector<int32_t> seen(n, -1);  // the top whose walk last met the rule
+  for (int32_t top = 0; top < n; ++top) {
+    if (next[top] < 0 || has_upper[top]) continue;
+    RepetitionChain chain{{top}};
+    seen[top] = top;
+    bool ok = true;
+    for (int32_t r = top; alike[r];) {
+      r = next[r];
+      if (seen[r] == top) {  // a cycle: an unbounded repetition, not a chain
+        ok = false;
+        break;
+      }
+      seen[r] = top;
+      chain.rules.push_back(r);
+    }
+    const int32_t last = chain.rules.back();
+    const int32_t bottom = ok ? next[last] : -1;
+    if (bottom < 0 || seen[bottom] == top || alts[bottom] != stripped(alts[last])) continue;
+    chain.rules.push_back(bottom);
+    found.push_back(std::move(chain));
+  }
+  // A rule in two chains (the bottom of one the top of another) stays in the longer.
+  std::stable_sort(found.begin(), found.end(),
+                   [](const RepetitionChain& a, const RepetitionChain& b) { return a.rules.size() > b.rules.size(); });
+  std::vector<char> used(n, 0);
+  std::vector<RepetitionChain> chains;
+  for (RepetitionChain& c : found) {
+    bool free = true;
+    for (int32_t r : c.rules) free = free && !used[r];
+    if (!free) continue;
+    for (int32_t r : c.rules) used[r] = 1;
+    chains.push_back(std::move(c));
+  }
+  return chains;
+}
+
+void align_repetition_chains(std::vector<std::vector<Sequence>>& alts, std::vector<RepetitionChain>& chains) {
+  std::vector<RepetitionChain> kept;
+  for (RepetitionChain& c : chains) {
+    const size_t m = c.rules.size();
+    bool ok = true;
+    for (size_t lv = 0; ok && lv + 1 < m; ++lv) {
+      const int32_t r = c.rules[lv];
+      ok = next_level(alts[r], r) == c.rules[lv + 1] && (lv + 2 == m || alike_but_last(alts[r], alts[c.rules[lv + 1]]));
+    }
+    if (!ok) continue;
+    // The bottom: the level above's alternatives leading to a rule of the empty string
+    // instead of the next level (not to nothing: a reference left last would become a
+    // tail call, whose rule's end is followed by whatever may follow that rule anywhere).
+    c.end_rule = static_cast<int32_t>(alts.size());
+    alts.push_back({Sequence{}});
+    std::vector<Sequence> bottom = alts[c.rules[m - 2]];
+    for (Sequence& a : bottom) {
+      if (!a.empty()) a.back() = Element::rule_ref(c.end_rule);
+    }
+    alts[c.rules[m - 1]] = std::move(bottom);
+    kept.push_back(std::move(c));
+  }
+  chains = std::move(kept);
+}
+
+RepetitionLevels repetition_levels(const CompiledData& d, const std::vector<RepetitionChain>& chains,
+                                   const std::vector<char>& reachable) {
+  RepetitionLevels out;
+  out.level.assign(d.positions.size(), -1);
+  out.column_of.assign(d.positions.size(), -1);
+  for (const RepetitionChain& c : chains) {
+    std::vector<int32_t> rules = c.rules;
+    size_t first = 0;
+    while (first < rules.size() && !reachable[rules[first]]) ++first;
+    rules.erase(rules.begin(), rules.begin() + static_cast<std::ptrdiff_t>(first));
+    if (rules.size() < 2) continue;
+    const int32_t top = rules[0];
+    bool ok = true;
+    for (int32_t r : rules) {
+      ok = ok && d.follow[c.end_rule] == d.follow[top] && reachable[r] && d.follow[r] == d.follow[top] && d.may_end_sentence[r] == d.may_end_sentence[top] &&
+           d.alt_starts[r].size() == d.alt_starts[top].size();
+    }
+    if (!ok) continue;
+    const int32_t m = static_cast<int32_t>(rules.size());
+    for (int32_t lv = 0; lv < m; ++lv) {
+      for (uint32_t start : d.alt_starts[rules[lv]]) {
+        for (uint32_t q = start;; ++q) {
+          out.level[q] = lv;
+          if (d.positions[q].kind == PosKind::kEnd) break;
+        }
+      }
+    }
+    // The end rule's end stands for the empty alternative of the level below the bottom.
+    out.level[d.alt_starts[c.end_rule][0]] = m;
+    for (size_t a = 0; a < d.alt_starts[top].size(); ++a) {
+      const uint32_t start = d.alt_starts[top][a];
+      for (uint32_t e = 0; d.positions[start + e].kind != PosKind::kEnd; ++e) {
+        if (d.positions[start + e].kind != PosKind::kClass) continue;
+        RepetitionColumn column;
+        column.top_rule = top;
+        for (int32_t r : rules) column.positions.push_back(d.alt_starts[r][a] + e);
+        for (uint32_t p : column.positions) out.column_of[p] = static_cast<int32_t>(out.columns.size());
+        out.columns.push_back(std::move(column));
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace pagoda::grammar::detail

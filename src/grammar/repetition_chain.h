@@ -1,0 +1,70 @@
+#pragma once
+// Bounded repetitions as the compiler sees them, so that their positions are classified
+// by one trie walk per element of the repeated body instead of one per copy.
+//
+// X{0,n} is a chain of helper rules (Grammar::append_repetition), one per level:
+//   h(n) ::= X h(n-1) | ;  ...  h(2) ::= X h(1) | ;  h(1) ::= X |
+// A position of X in h(k) differs from its copies in the other levels only by how many
+// copies of X may still come (k - 1), and a token sees the difference only when it
+// runs that far. So the compiler walks each token once from the copy in the top level
+// and tags what the walk reaches with its level (d = 0 in the top level, 1 below it,
+// ...): a path whose top is at level d needs the classified copy to have at least d + 1
+// levels, a path that leaves the chain through an empty alternative at level d needs d
+// (the bottom's X followed by its end stands for the level below's empty alternative).
+// From the least such need of each token, the token sets of every level follow
+// (repetition_classifier.cpp).
+//
+// For a level's copy to behave as the top's copy cut short, every level must hold the
+// same alternatives (after inlining) but for their last reference to the next level,
+// and an empty alternative. The bottom level, X | (empty), is checked to match what the
+// level above would without that reference (before inlining), and after inlining gets
+// the level above's alternatives with that reference replaced by one to a rule of the
+// empty string added for the chain (the same language; its end stands for the empty
+// alternative of the level below the bottom).
+
+#include <cstdint>
+#include <vector>
+
+#include "grammar/compiled_grammar_internal.h"
+#include "grammar/grammar.h"
+
+namespace pagoda::grammar::detail {
+
+struct RepetitionChain {
+  std::vector<int32_t> rules;  // per level, from the top (level 0) to the bottom
+  int32_t end_rule = -1;       // the bottom's next level: the empty string (align_repetition_chains)
+};
+
+// Chains of at least two levels in the rules' alternatives before inlining; a rule is in
+// at most one chain.
+std::vector<RepetitionChain> find_repetition_chains(const std::vector<std::vector<Sequence>>& alts);
+
+// After inlining: drops the chains whose levels no longer match, adds each chain's end
+// rule (to `alts`) and gives the bottom level the alternatives of the level above, with
+// the end rule as their next level (the language it had: find_repetition_chains
+// checked that before inlining).
+void align_repetition_chains(std::vector<std::vector<Sequence>>& alts, std::vector<RepetitionChain>& chains);
+
+// The positions of one class element of the repeated body: one per level, top first.
+struct RepetitionColumn {
+  std::vector<uint32_t> positions;
+  int32_t top_rule = 0;  // the chain's top level (its follow is every level's)
+};
+
+struct RepetitionLevels {
+  // Per position: its level in its chain, and at an end the level a clean pop there
+  // stands for (the end rule's: one past the bottom); -1 outside chains.
+  std::vector<int32_t> level;
+  std::vector<RepetitionColumn> columns;
+  // Per position: the column that holds it, -1 when none.
+  std::vector<int32_t> column_of;
+};
+
+// The columns of the chains after the positions are laid out: levels of rules that are
+// not reachable are dropped from the top (the top's copy may have been inlined into its
+// host); a chain left with fewer than two levels, or whose levels may be followed by
+// different positions, is dropped.
+RepetitionLevels repetition_levels(const CompiledData& d, const std::vector<RepetitionChain>& chains,
+                                   const std::vector<char>& reachable);
+
+}  // namespace pagoda::grammar::detail

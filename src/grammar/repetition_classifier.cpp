@@ -1,0 +1,204 @@
+// The token sets of every copy of a bounded repetition's element from one trie walk at
+// its top copy (repetition_chain.h has the levels and why they suffice).
+//
+// Per token the walk gives the fewest levels a copy needs for the token to be accepted
+// (a path not escaped alive at its end, or leaving the chain at its last byte) and to
+// be uncertain (a path that left the chain at an earlier byte survives the rest, which
+// depends on the rest only: checked from the chain's follow set). A copy with k levels
+// accepts the tokens that need at most k, leaves to the run-time check those that need
+// more to be accepted but at most k to escape, and rejects the rest. Tokens whose walk
+// hit a bound are walked at each copy, as classify_position would.
+
+#include <algorithm>
+#include <string_view>
+
+#include "grammar/token_classifier.h"
+
+namespace pagoda::grammar::detail {
+namespace {
+
+// Whether a path that left the chain (popped kMarker) before `rest`, the token's
+// remaining bytes, is alive after them.
+class EscapeCheck {
+ public:
+  enum Result { kDies, kSurvives, kBound };
+
+  EscapeCheck(const CompiledData& d, int32_t rule, ClassifyScratch& s)
+      : d_(d), stepper_(s.escape_stepper), nodes_(s.escape_nodes) {
+    nodes_.clear();
+    stepper_.escape(rule, start_);
+    for (const Top& t : start_.tops) {
+      const CharClassData& c = d_.classes[d_.positions[t.pos].arg];
+      for (int w = 0; w < 4; ++w) first_byte_[w] |= c.first_byte[w];
+    }
+  }
+  bool overflow() const { return start_.overflow; }
+
+  Result check(std::string_view rest) {
+    const auto b0 = static_cast<uint8_t>(rest[0]);
+    if (((first_byte_[b0 >> 6] >> (b0 & 63)) & 1) == 0) return kDies;  // most: at the first byte
+    const size_t mark = nodes_.size();
+    const StepResult* cur = &start_;
+    Result result = kSurvives;
+    for (size_t i = 0; i < rest.size(); ++i) {
+      StepResult& next = buf_[i & 1];
+      stepper_.step(cur->tops, static_cast<uint8_t>(rest[i]), next);
+      if (next.overflow) {
+        result = kBound;
+        break;
+      }
+      if (next.tops.empty() && !(i + 1 == rest.size() && next.escaped_end)) {
+        result = kDies;
+        break;
+      }
+      cur = &next;
+    }
+    nodes_.resize(mark);
+    return result;
+  }
+
+ private:
+  const CompiledData& d_;
+  Stepper& stepper_;
+  std::vector<Node>& nodes_;
+  StepResult start_;
+  StepResult buf_[2];
+  uint64_t first_byte_[4] = {0, 0, 0, 0};
+};
+
+// The levels a copy needs per token (sorted index), and the tokens left to per-copy walks.
+struct LevelNeeds {
+  std::vector<int32_t> accept;  // kNoLevel: never accepted
+  std::vector<int32_t> escape;  // kNoLevel: never uncertain
+  std::vector<int32_t> unsure;  // ascending
+};
+
+LevelNeeds walk_top_copy(const CompiledData& d, const RepetitionLevels& rep, const RepetitionColumn& column,
+                         EscapeCheck& escape, ClassifyScratch& scratch) {
+  const VocabIndex& vocab = *d.vocab;
+  const auto n_tokens = static_cast<int32_t>(vocab.sorted_tokens().size());
+  LevelNeeds needs;
+  needs.accept.assign(n_tokens, kNoLevel);
+  needs.escape.assign(n_tokens, kNoLevel);
+  TrieWalker& walker = scratch.walker;
+  // A path's level: that of the chain position at the bottom of its stack.
+  auto level_of = [&](const Top& t) {
+    uint32_t pos = t.pos;
+    for (int32_t n = t.parent; n >= 0; n = scratch.nodes[n].parent) pos = scratch.nodes[n].pos;
+    return rep.level[pos];
+  };
+  auto on_token = [&](int32_t idx, const StepResult* end) {
+    int32_t accept = end->clean_end_level;
+    bool unsure = end->overflow || accept < 0;
+    for (const Top& t : end->tops) {
+      if (unsure || (t.flags & kEscaped) != 0) continue;
+      const int32_t level = level_of(t);
+      unsure = level < 0;
+      accept = std::min(accept, level + 1);
+    }
+    int32_t escape_level = kNoLevel;
+    const std::string_view bytes = vocab.sorted_bytes(idx);
+    for (size_t i = 1; i < bytes.size() && !unsure; ++i) {
+      const int32_t level = walker.prefix_state(i).clean_end_level;
+      if (level >= std::min(accept, escape_level)) continue;
+      const EscapeCheck::Result r = level < 0 ? EscapeCheck::kBound : escape.check(bytes.substr(i));
+      unsure = r == EscapeCheck::kBound;
+      if (r == EscapeCheck::kSurvives) escape_level = level;
+    }
+    if (unsure) {
+      needs.unsure.push_back(idx);
+      return;
+    }
+    needs.accept[idx] = accept;
+    needs.escape[idx] = escape_level;
+  };
+  auto on_dead = [&](int32_t begin, int32_t end, const StepResult* at) {
+    if (!at->overflow) return;  // rejected at every copy
+    for (int32_t i = begin; i < end; ++i) needs.unsure.push_back(i);
+  };
+  scratch.nodes.clear();
+  walker.set_end_levels(rep.level.data());
+  walker.walk_range(classified_start(column.positions[0]), 0, n_tokens, on_token, on_dead);
+  walker.set_end_levels(nullptr);
+  return needs;
+}
+
+}  // namespace
+
+void classify_column(const CompiledData& d, const RepetitionLevels& rep, const RepetitionColumn& column,
+                     const std::vector<ColumnSet>& sets, ClassifyScratch& scratch, std::vector<PositionTokens>& out,
+                     CompileStats& stats) {
+  const VocabIndex& vocab = *d.vocab;
+  const auto n_tokens = static_cast<int32_t>(vocab.sorted_tokens().size());
+  const auto n_levels = static_cast<int32_t>(column.positions.size());
+  auto classify_each = [&]() {
+    for (const ColumnSet& s : sets) classify_position(d, column.positions[s.level], scratch, out[s.set]);
+    stats.n_walks += static_cast<int32_t>(sets.size());
+  };
+  EscapeCheck escape(d, column.top_rule, scratch);
+  if (escape.overflow()) return classify_each();
+  const LevelNeeds needs = walk_top_copy(d, rep, column, escape, scratch);
+  ++stats.n_walks;
+  // Where many tokens hit a bound, the per-copy walks cost less than this detour.
+  if (needs.unsure.size() * 8 > static_cast<size_t>(n_tokens)) return classify_each();
+
+  std::vector<std::vector<int32_t>> accepted_by_need(n_levels + 1);  // token ids per levels needed
+  std::vector<int32_t> escapable;  // sorted indices that may escape before they are accepted
+  for (int32_t idx = 0; idx < n_tokens; ++idx) {
+    if (needs.accept[idx] <= n_levels) accepted_by_need[std::max(0, needs.accept[idx])].push_back(vocab.sorted_tokens()[idx]);
+    if (needs.escape[idx] < needs.accept[idx]) escapable.push_back(idx);
+  }
+  // Copies with fewer levels first: each accepts what the previous did and more.
+  std::vector<ColumnSet> order = sets;
+  std::sort(order.begin(), order.end(), [](const ColumnSet& a, const ColumnSet& b) { return a.level > b.level; });
+  const size_t words = bitmask_words(vocab.n_vocab());
+  std::vector<uint32_t> bits(words, 0);
+  size_t n_bits = 0;
+  int32_t added = -1;  // accepted_by_need[0..added] are in bits
+  for (const ColumnSet& s : order) {
+    const int32_t k = n_levels - s.level;
+    for (; added < k; ++added) {
+      for (int32_t id : accepted_by_need[added + 1]) bits[id / 32] |= 1u << (id % 32);
+      n_bits += accepted_by_need[added + 1].size();
+    }
+    std::vector<int32_t> accepted;
+    std::vector<int32_t> unsure_uncertain;
+    auto on_token = [&](int32_t idx, const StepResult* end) {
+      const Verdict v = end != nullptr ? verdict_at_end(*end)
+                        : scratch.walker.last_state().overflow ? Verdict::kUncertain
+                                                               : Verdict::kRejected;
+      if (v == Verdict::kAccepted) accepted.push_back(vocab.sorted_tokens()[idx]);
+      if (v == Verdict::kUncertain) unsure_uncertain.push_back(idx);
+    };
+    if (!needs.unsure.empty()) {
+      scratch.nodes.clear();
+      scratch.walker.walk_list(classified_start(column.positions[s.level]), needs.unsure, on_token);
+      stats.n_rewalked += static_cast<int64_t>(needs.unsure.size());
+    }
+    std::vector<int32_t> uncertain;
+    for (int32_t idx : escapable) {
+      if (needs.escape[idx] <= k && k < needs.accept[idx]) uncertain.push_back(idx);
+    }
+    if (!unsure_uncertain.empty()) {
+      const size_t mid = uncertain.size();
+      uncertain.insert(uncertain.end(), unsure_uncertain.begin(), unsure_uncertain.end());
+      std::inplace_merge(uncertain.begin(), uncertain.begin() + static_cast<std::ptrdiff_t>(mid), uncertain.end());
+    }
+    PositionTokens& set = out[s.set];
+    if (n_bits + accepted.size() > words) {
+      set = PositionTokens{};
+      set.accepted_bits = bits;
+      for (int32_t id : accepted) set.accepted_bits[id / 32] |= 1u << (id % 32);
+      set.uncertain = std::move(uncertain);
+    } else {
+      for (size_t w = 0; w < words; ++w) {
+        for (uint32_t b = bits[w]; b != 0; b &= b - 1) {
+          accepted.push_back(static_cast<int32_t>(w * 32 + static_cast<size_t>(__builtin_ctz(b))));
+        }
+      }
+      store_token_set(std::move(accepted), std::move(uncertain), vocab.n_vocab(), set);
+    }
+  }
+}
+
+}  // namespace pagoda::grammar::detail
