@@ -41,8 +41,14 @@ Status build_tables(CompiledData& d, RepetitionLevels& repetitions) {
       if (usable) rule_alts[r].push_back(alt);
     }
   }
+  // A bounded repetition's levels stay rules: its top level inlined into the host would
+  // be one more copy to classify by a walk of its own (repetition_chain.h).
   std::vector<RepetitionChain> chains = find_repetition_chains(rule_alts);
-  inline_small_rules(rule_alts, d.root);
+  std::vector<char> keep(rule_alts.size(), 0);
+  for (const RepetitionChain& c : chains) {
+    for (int32_t r : c.rules) keep[r] = 1;
+  }
+  inline_small_rules(rule_alts, d.root, keep);
   align_repetition_chains(rule_alts, chains);  // may add rules after the grammar's
   const auto n_rules = static_cast<int32_t>(rule_alts.size());
   d.alt_starts.assign(n_rules, {});

@@ -117,12 +117,17 @@ struct StepResult {
   bool escaped_end = false;    // compiler: an escaped path could end the sentence
   bool overflow = false;       // a bound was hit: the result is not to be trusted
   // Compiler, with Stepper::set_end_levels: the least level of the ends at which a path
-  // not escaped popped kMarker (kNoLevel: none did).
+  // popped kMarker (kNoLevel: none did), and how many rules' ends did.
   int32_t clean_end_level = kNoLevel;
+  int32_t clean_end_rules = 0;
+  // The tops pushed before duplicates were removed, and the closure steps taken.
+  int32_t pushed = 0;
+  int32_t closure_steps = 0;
   void clear() {
     tops.clear();
     can_terminate = clean_end = escaped_end = overflow = false;
     clean_end_level = kNoLevel;
+    clean_end_rules = pushed = closure_steps = 0;
   }
 };
 
@@ -145,8 +150,9 @@ class Stepper {
 
   // The deepest node this stepper made (the compiler's: above kMarker).
   uint32_t max_depth() const { return max_depth_; }
-  // Compiler: per position, the level StepResult::clean_end_level reports for a clean
-  // pop of kMarker at that end position (repetition_chain.h); nullptr: none.
+  // Compiler: per position, the level StepResult::clean_end_level reports for a pop of
+  // kMarker at that end position (repetition_chain.h). With levels set (not nullptr) the
+  // lookahead follows no path below kMarker: the caller follows them (escape()).
   void set_end_levels(const int32_t* levels) { end_levels_ = levels; }
   // The tops a path that left the classified rule `rule` (popped kMarker) starts from:
   // the positions that may follow it, escaped.
@@ -217,6 +223,8 @@ class TrieWalker {
   // in walk_list's on_token of a token that died: where it died.
   const StepResult& prefix_state(size_t d) const { return depth_[d]; }
   const StepResult& last_state() const { return depth_[computed_]; }
+  // In on_dead: the bytes the run's common prefix lived through.
+  size_t computed() const { return computed_; }
 
   template <typename OnToken, typename OnDead>
   void walk_range(const StepResult& start, int32_t begin, int32_t end, OnToken&& on_token, OnDead&& on_dead);

@@ -52,6 +52,8 @@ void Stepper::escape(int32_t rule, StepResult& out) {
     closure(f, kMarker, kEscaped, out);
     if (out.overflow) return;
   }
+  out.pushed = static_cast<int32_t>(out.tops.size());
+  out.closure_steps = max_closure_steps_ - budget_;
   dedupe(out.tops);
 }
 
@@ -149,12 +151,14 @@ void Stepper::closure(uint32_t start, int32_t start_parent, uint32_t start_flags
         } else if (w.parent == kBottom) {
           out.can_terminate = true;
         } else {  // kMarker: the classified position's rule ended
-          if ((w.flags & kEscaped) == 0) {
-            out.clean_end = true;
-            if (end_levels_) out.clean_end_level = std::min(out.clean_end_level, end_levels_[w.pos]);
-          }
+          if ((w.flags & kEscaped) == 0) out.clean_end = true;
           if (!lookahead_) break;
           if (!visit((uint64_t{3} << 62) | (uint64_t{w.flags & 1} << 61) | static_cast<uint32_t>(p.rule))) break;
+          if (end_levels_) {
+            out.clean_end_level = std::min(out.clean_end_level, end_levels_[w.pos]);
+            ++out.clean_end_rules;
+            break;
+          }
           if (g_->may_end_sentence[p.rule]) out.escaped_end = true;
           for (uint32_t f : g_->follow[p.rule]) work_.push_back({f, kMarker, kEscaped});
         }
@@ -193,6 +197,8 @@ void Stepper::step(const std::vector<Top>& in, uint8_t byte, StepResult& out) {
     }
     if (out.overflow) return;
   }
+  out.pushed = static_cast<int32_t>(out.tops.size());
+  out.closure_steps = max_closure_steps_ - budget_;
   if (static_cast<int32_t>(out.tops.size()) > max_stacks_) {
     out.overflow = true;
     return;

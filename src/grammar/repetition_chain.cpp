@@ -94,25 +94,44 @@ std::vector<RepetitionChain> find_repetition_chains(const std::vector<std::vecto
 }
 
 void align_repetition_chains(std::vector<std::vector<Sequence>>& alts, std::vector<RepetitionChain>& chains) {
+  // Levels inlined differently (the inlining's budget ran out in some) get the same
+  // alternatives: the most inlined level's, unless copying them to every level would
+  // grow the grammar past this many elements.
+  constexpr size_t kMaxChainElements = size_t{1} << 16;
+  auto elements = [](const std::vector<Sequence>& a) {
+    size_t n = 0;
+    for (const Sequence& s : a) n += s.size() + 1;
+    return n;
+  };
   std::vector<RepetitionChain> kept;
   for (RepetitionChain& c : chains) {
     const size_t m = c.rules.size();
     bool ok = true;
+    size_t most = 0;
+    size_t fewest = 0;
     for (size_t lv = 0; ok && lv + 1 < m; ++lv) {
       const int32_t r = c.rules[lv];
-      ok = next_level(alts[r], r) == c.rules[lv + 1] && (lv + 2 == m || alike_but_last(alts[r], alts[c.rules[lv + 1]]));
+      ok = next_level(alts[r], r) == c.rules[lv + 1];
+      if (elements(alts[r]) > elements(alts[c.rules[most]])) most = lv;
+      if (elements(alts[r]) < elements(alts[c.rules[fewest]])) fewest = lv;
     }
     if (!ok) continue;
-    // The bottom: the level above's alternatives leading to a rule of the empty string
-    // instead of the next level (not to nothing: a reference left last would become a
-    // tail call, whose rule's end is followed by whatever may follow that rule anywhere).
+    const size_t pick = elements(alts[c.rules[most]]) * m <= kMaxChainElements ? most : fewest;
+    const std::vector<Sequence> body = alts[c.rules[pick]];
     c.end_rule = static_cast<int32_t>(alts.size());
     alts.push_back({Sequence{}});
-    std::vector<Sequence> bottom = alts[c.rules[m - 2]];
-    for (Sequence& a : bottom) {
-      if (!a.empty()) a.back() = Element::rule_ref(c.end_rule);
+    // Each level: the picked alternatives leading to its own next level. The bottom's
+    // lead to a rule of the empty string instead (not to nothing: a reference left last
+    // would become a tail call, whose rule's end is followed by whatever may follow
+    // that rule anywhere).
+    for (size_t lv = 0; lv < m; ++lv) {
+      const int32_t next = lv + 1 < m ? c.rules[lv + 1] : c.end_rule;
+      std::vector<Sequence>& level = alts[c.rules[lv]];
+      level = body;
+      for (Sequence& a : level) {
+        if (!a.empty()) a.back() = Element::rule_ref(next);
+      }
     }
-    alts[c.rules[m - 1]] = std::move(bottom);
     kept.push_back(std::move(c));
   }
   chains = std::move(kept);

@@ -39,9 +39,9 @@ struct RepetitionChain {
 // at most one chain.
 std::vector<RepetitionChain> find_repetition_chains(const std::vector<std::vector<Sequence>>& alts);
 
-// After inlining: drops the chains whose levels no longer match, adds each chain's end
-// rule (to `alts`) and gives the bottom level the alternatives of the level above, with
-// the end rule as their next level (the language it had: find_repetition_chains
+// After inlining: gives every level of a chain the same alternatives (one level's, as
+// inlined, each leading to its own next level), adds each chain's end rule (to `alts`)
+// as the bottom level's next (the language the bottom had: find_repetition_chains
 // checked that before inlining).
 void align_repetition_chains(std::vector<std::vector<Sequence>>& alts, std::vector<RepetitionChain>& chains);
 

@@ -17,24 +17,28 @@
 namespace pagoda::grammar::detail {
 namespace {
 
-// Whether a path that left the chain (popped kMarker) before `rest`, the token's
-// remaining bytes, is alive after them.
+// The paths that left the chain (popped kMarker): they start from the chain's follow
+// set, the same at every level and byte (Stepper::escape), and what they do over the
+// token's remaining bytes depends on those bytes only.
 class EscapeCheck {
  public:
   enum Result { kDies, kSurvives, kBound };
 
-  EscapeCheck(const CompiledData& d, int32_t rule, ClassifyScratch& s)
-      : d_(d), stepper_(s.escape_stepper), nodes_(s.escape_nodes) {
+  EscapeCheck(const CompiledData& d, int32_t rule, ClassifyScratch& s) : stepper_(s.escape_stepper), nodes_(s.escape_nodes) {
     nodes_.clear();
     stepper_.escape(rule, start_);
     for (const Top& t : start_.tops) {
-      const CharClassData& c = d_.classes[d_.positions[t.pos].arg];
+      const CharClassData& c = d.classes[d.positions[t.pos].arg];
       for (int w = 0; w < 4; ++w) first_byte_[w] |= c.first_byte[w];
     }
   }
   bool overflow() const { return start_.overflow; }
+  const StepResult& start() const { return start_; }
 
-  Result check(std::string_view rest) {
+  // Whether those paths, started before `rest`, are alive after it; adds the tops each
+  // byte pushed and the closure steps it took to pushed[i] and steps[i] (i: the byte's
+  // index in rest).
+  Result follow(std::string_view rest, int32_t* pushed, int32_t* steps) {
     const auto b0 = static_cast<uint8_t>(rest[0]);
     if (((first_byte_[b0 >> 6] >> (b0 & 63)) & 1) == 0) return kDies;  // most: at the first byte
     const size_t mark = nodes_.size();
@@ -43,6 +47,8 @@ class EscapeCheck {
     for (size_t i = 0; i < rest.size(); ++i) {
       StepResult& next = buf_[i & 1];
       stepper_.step(cur->tops, static_cast<uint8_t>(rest[i]), next);
+      pushed[i] += next.pushed;
+      steps[i] += next.closure_steps;
       if (next.overflow) {
         result = kBound;
         break;
@@ -58,7 +64,6 @@ class EscapeCheck {
   }
 
  private:
-  const CompiledData& d_;
   Stepper& stepper_;
   std::vector<Node>& nodes_;
   StepResult start_;
@@ -73,55 +78,96 @@ struct LevelNeeds {
   std::vector<int32_t> unsure;  // ascending
 };
 
-LevelNeeds walk_top_copy(const CompiledData& d, const RepetitionLevels& rep, const RepetitionColumn& column,
-                         EscapeCheck& escape, ClassifyScratch& scratch) {
-  const VocabIndex& vocab = *d.vocab;
-  const auto n_tokens = static_cast<int32_t>(vocab.sorted_tokens().size());
-  LevelNeeds needs;
-  needs.accept.assign(n_tokens, kNoLevel);
-  needs.escape.assign(n_tokens, kNoLevel);
-  TrieWalker& walker = scratch.walker;
+// The walk at the top copy follows the paths in the chain only (Stepper::set_end_levels);
+// the paths that leave it are followed per token from each byte where some did. A copy's
+// own walk follows both at once, under shared bounds: where the sums of the two could
+// pass a bound, the token is left to per-copy walks.
+class TopCopyWalk {
+ public:
+  TopCopyWalk(const CompiledData& d, const RepetitionLevels& rep, EscapeCheck& escape, ClassifyScratch& scratch)
+      : d_(d), rep_(rep), escape_(escape), scratch_(scratch) {
+    const auto n_tokens = d.vocab->sorted_tokens().size();
+    needs_.accept.assign(n_tokens, kNoLevel);
+    needs_.escape.assign(n_tokens, kNoLevel);
+    const size_t max_len = static_cast<size_t>(d.vocab->max_token_length()) + 1;
+    pushed_.resize(max_len);
+    steps_.resize(max_len);
+  }
+
+  LevelNeeds run(uint32_t top) {
+    TrieWalker& walker = scratch_.walker;
+    auto on_token = [&](int32_t idx, const StepResult* end) {
+      int32_t accept = end->clean_end_level;
+      bool unsure = end->overflow;
+      for (const Top& t : end->tops) {
+        const int32_t level = level_of(t);
+        unsure = unsure || level < 0;
+        accept = std::min(accept, level + 1);
+      }
+      judge(idx, d_.vocab->sorted_bytes(idx).size(), unsure ? -1 : accept);
+    };
+    auto on_dead = [&](int32_t begin, int32_t end, const StepResult* at) {
+      // Rejected at every copy unless a path left the chain on the way (most die at once).
+      bool left = at->overflow;
+      for (size_t i = 1; i <= walker.computed() && !left; ++i) left = walker.prefix_state(i).clean_end_rules > 0;
+      if (!left) return;
+      for (int32_t i = begin; i < end; ++i) judge(i, walker.computed(), at->overflow ? -1 : kNoLevel);
+    };
+    scratch_.nodes.clear();
+    walker.set_end_levels(rep_.level.data());
+    walker.walk_range(classified_start(top), 0, static_cast<int32_t>(needs_.accept.size()), on_token, on_dead);
+    walker.set_end_levels(nullptr);
+    return std::move(needs_);
+  }
+
+ private:
   // A path's level: that of the chain position at the bottom of its stack.
-  auto level_of = [&](const Top& t) {
+  int32_t level_of(const Top& t) const {
     uint32_t pos = t.pos;
-    for (int32_t n = t.parent; n >= 0; n = scratch.nodes[n].parent) pos = scratch.nodes[n].pos;
-    return rep.level[pos];
-  };
-  auto on_token = [&](int32_t idx, const StepResult* end) {
-    int32_t accept = end->clean_end_level;
-    bool unsure = end->overflow || accept < 0;
-    for (const Top& t : end->tops) {
-      if (unsure || (t.flags & kEscaped) != 0) continue;
-      const int32_t level = level_of(t);
-      unsure = level < 0;
-      accept = std::min(accept, level + 1);
-    }
+    for (int32_t n = t.parent; n >= 0; n = scratch_.nodes[n].parent) pos = scratch_.nodes[n].pos;
+    return rep_.level[pos];
+  }
+
+  // Token idx, whose paths in the chain lived through its first `reach` bytes and need
+  // `accept` levels to be alive at its end (-1: unsure).
+  void judge(int32_t idx, size_t reach, int32_t accept) {
+    const std::string_view bytes = d_.vocab->sorted_bytes(idx);
+    std::fill_n(pushed_.begin(), bytes.size() + 1, 0);
+    std::fill_n(steps_.begin(), bytes.size() + 1, 0);
+    const StepResult& start = escape_.start();
     int32_t escape_level = kNoLevel;
-    const std::string_view bytes = vocab.sorted_bytes(idx);
-    for (size_t i = 1; i < bytes.size() && !unsure; ++i) {
-      const int32_t level = walker.prefix_state(i).clean_end_level;
-      if (level >= std::min(accept, escape_level)) continue;
-      const EscapeCheck::Result r = level < 0 ? EscapeCheck::kBound : escape.check(bytes.substr(i));
-      unsure = r == EscapeCheck::kBound;
-      if (r == EscapeCheck::kSurvives) escape_level = level;
+    bool unsure = accept < 0;
+    for (size_t i = 1; i <= reach && !unsure; ++i) {
+      const StepResult& at = scratch_.walker.prefix_state(i);
+      if (at.clean_end_rules == 0) continue;
+      unsure = at.clean_end_level < 0;
+      pushed_[i] += at.clean_end_rules * start.pushed;
+      steps_[i] += at.clean_end_rules * start.closure_steps;
+      if (i == bytes.size()) continue;  // left the chain at its end: accepted at those levels
+      const EscapeCheck::Result r = escape_.follow(bytes.substr(i), &pushed_[i + 1], &steps_[i + 1]);
+      unsure = unsure || r == EscapeCheck::kBound;
+      if (r == EscapeCheck::kSurvives) escape_level = std::min(escape_level, at.clean_end_level);
+    }
+    constexpr int32_t kMaxEscapedSteps = GrammarMatcher::kMaxClosureSteps - kLocalMaxClosureSteps;
+    for (size_t i = 1; i <= bytes.size() && !unsure; ++i) {
+      unsure = pushed_[i] > kMaxEscapedTops || steps_[i] > kMaxEscapedSteps;
     }
     if (unsure) {
-      needs.unsure.push_back(idx);
+      needs_.unsure.push_back(idx);
       return;
     }
-    needs.accept[idx] = accept;
-    needs.escape[idx] = escape_level;
-  };
-  auto on_dead = [&](int32_t begin, int32_t end, const StepResult* at) {
-    if (!at->overflow) return;  // rejected at every copy
-    for (int32_t i = begin; i < end; ++i) needs.unsure.push_back(i);
-  };
-  scratch.nodes.clear();
-  walker.set_end_levels(rep.level.data());
-  walker.walk_range(classified_start(column.positions[0]), 0, n_tokens, on_token, on_dead);
-  walker.set_end_levels(nullptr);
-  return needs;
-}
+    needs_.accept[idx] = accept;
+    needs_.escape[idx] = escape_level;
+  }
+
+  const CompiledData& d_;
+  const RepetitionLevels& rep_;
+  EscapeCheck& escape_;
+  ClassifyScratch& scratch_;
+  LevelNeeds needs_;
+  std::vector<int32_t> pushed_;  // per byte of the token: escaped tops pushed, summed over the paths
+  std::vector<int32_t> steps_;   // and closure steps
+};
 
 }  // namespace
 
@@ -137,7 +183,7 @@ void classify_column(const CompiledData& d, const RepetitionLevels& rep, const R
   };
   EscapeCheck escape(d, column.top_rule, scratch);
   if (escape.overflow()) return classify_each();
-  const LevelNeeds needs = walk_top_copy(d, rep, column, escape, scratch);
+  const LevelNeeds needs = TopCopyWalk(d, rep, escape, scratch).run(column.positions[0]);
   ++stats.n_walks;
   // Where many tokens hit a bound, the per-copy walks cost less than this detour.
   if (needs.unsure.size() * 8 > static_cast<size_t>(n_tokens)) return classify_each();
