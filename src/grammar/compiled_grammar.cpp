@@ -28,7 +28,7 @@ using namespace detail;
 
 constexpr size_t kMaxPositions = size_t{1} << 24;
 
-Status build_tables(CompiledData& d, RepetitionLevels& repetitions) {
+Status build_tables(CompiledData& d, RepetitionLevels& repetitions, const CompileOptions& options) {
   const Grammar& g = d.grammar;
   const std::vector<char> productive = productive_rules(g);
   d.root = g.root();
@@ -52,7 +52,14 @@ Status build_tables(CompiledData& d, RepetitionLevels& repetitions) {
   align_repetition_chains(rule_alts, chains);  // may add rules after the grammar's
   const auto n_rules = static_cast<int32_t>(rule_alts.size());
   d.alt_starts.assign(n_rules, {});
-  std::vector<std::pair<std::vector<CharRange>, int32_t>> class_index;  // for sharing equal classes
+  struct RangesHash {
+    size_t operator()(const std::vector<CharRange>& ranges) const {
+      uint64_t h = ranges.size();
+      for (const CharRange& x : ranges) h = mix64(h ^ ((uint64_t{x.first} << 32) | x.last));
+      return static_cast<size_t>(h);
+    }
+  };
+  std::unordered_map<std::vector<CharRange>, int32_t, RangesHash> class_index;  // for sharing equal classes
   std::vector<std::vector<uint32_t>> refs_to(n_rules);  // ref positions per referenced rule
   for (int32_t r = 0; r < n_rules; ++r) {
     for (const Sequence& alt : rule_alts[r]) {
@@ -62,20 +69,9 @@ Status build_tables(CompiledData& d, RepetitionLevels& repetitions) {
           refs_to[e.rule].push_back(static_cast<uint32_t>(d.positions.size()));
           d.positions.push_back(Position{PosKind::kRef, e.rule, r});
         } else {
-          std::vector<CharRange> norm = normalize_ranges(e);
-          int32_t id = -1;
-          for (const auto& [ranges, cid] : class_index) {
-            if (ranges == norm) {
-              id = cid;
-              break;
-            }
-          }
-          if (id < 0) {
-            id = static_cast<int32_t>(d.classes.size());
-            d.classes.push_back(make_class(e));
-            if (class_index.size() < 4096) class_index.emplace_back(std::move(norm), id);
-          }
-          d.positions.push_back(Position{PosKind::kClass, id, r});
+          const auto [it, added] = class_index.emplace(normalize_ranges(e), static_cast<int32_t>(d.classes.size()));
+          if (added) d.classes.push_back(make_class(e));
+          d.positions.push_back(Position{PosKind::kClass, it->second, r});
         }
       }
       d.positions.push_back(Position{PosKind::kEnd, 0, r});
@@ -142,55 +138,23 @@ Status build_tables(CompiledData& d, RepetitionLevels& repetitions) {
   }
   repetitions = repetition_levels(d, chains, reachable);
   // Positions to classify: those of reachable rules; positions whose walks cannot differ
-  // (see PositionSigner) share one set.
+  // (see PositionSigner) share one set. A repetition's columns get theirs from
+  // classify_column.
   d.token_set_of.assign(d.positions.size(), -1);
-  PositionSigner signer(d, std::max(1, d.vocab->max_token_length()));
+  PositionSigner signer(d, std::max(1, d.vocab->max_token_length()), repetitions);
   std::unordered_map<Signature, int32_t, SignatureHash> by_signature;
   for (uint32_t p = 0; p < d.positions.size(); ++p) {
     if (d.positions[p].kind != PosKind::kClass || !reachable[d.positions[p].rule]) continue;
+    ++d.stats.n_positions;
+    if (options.derive_repetitions && repetitions.column_of[p] >= 0) continue;
     const auto [it, added] = by_signature.emplace(signer.position(p), static_cast<int32_t>(d.token_sets.size()));
     if (added) {
       d.token_sets.emplace_back();
       d.set_position.push_back(p);
     }
     d.token_set_of[p] = it->second;
-    ++d.stats.n_positions;
   }
   return Status::ok_status();
-}
-
-// One classification task: a set at its first position, or the sets of a repetition
-// column's positions (from one walk).
-struct ClassifyJob {
-  int32_t set = -1;     // the set at its first position, when column < 0
-  int32_t column = -1;  // RepetitionLevels::columns
-  std::vector<ColumnSet> column_sets;
-};
-
-// Each set once: a column takes the sets first met at its positions when there are
-// several (one walk instead of one each); the rest are classified alone.
-std::vector<ClassifyJob> plan_jobs(const CompiledData& d, const RepetitionLevels& rep, bool derive_repetitions) {
-  std::vector<ClassifyJob> jobs;
-  std::vector<std::vector<ColumnSet>> column_sets(rep.columns.size());
-  std::vector<int32_t> alone;
-  for (int32_t s = 0; s < static_cast<int32_t>(d.set_position.size()); ++s) {
-    const uint32_t p = d.set_position[s];
-    const int32_t c = derive_repetitions ? rep.column_of[p] : -1;
-    if (c < 0) {
-      alone.push_back(s);
-      continue;
-    }
-    const std::vector<uint32_t>& positions = rep.columns[c].positions;
-    const auto level = static_cast<int32_t>(std::find(positions.begin(), positions.end(), p) - positions.begin());
-    column_sets[c].push_back(ColumnSet{level, s});
-  }
-  for (size_t c = 0; c < column_sets.size(); ++c) {
-    if (column_sets[c].size() == 1) alone.push_back(column_sets[c][0].set);
-    if (column_sets[c].size() < 2) continue;
-    jobs.push_back(ClassifyJob{-1, static_cast<int32_t>(c), std::move(column_sets[c])});
-  }
-  for (int32_t s : alone) jobs.push_back(ClassifyJob{s, -1, {}});
-  return jobs;
 }
 
 }  // namespace
@@ -210,12 +174,21 @@ Expected<std::shared_ptr<const CompiledGrammar>> detail::compile_grammar(const G
   d->grammar = grammar;
   d->vocab = std::move(vocab);
   RepetitionLevels repetitions;
-  PAGODA_TRY(build_tables(*d, repetitions));
+  PAGODA_TRY(build_tables(*d, repetitions, options));
 
-  if (!d->vocab->sorted_tokens().empty()) {
-    const std::vector<ClassifyJob> jobs = plan_jobs(*d, repetitions, options.derive_repetitions);
+  // Jobs: the columns (their sets are added after), then the sets found by signature,
+  // each at its first position.
+  const size_t n_columns = options.derive_repetitions ? repetitions.columns.size() : 0;
+  std::vector<ColumnSets> column_sets(n_columns);
+  if (d->vocab->sorted_tokens().empty()) {
+    for (size_t c = 0; c < n_columns; ++c) {
+      column_sets[c].sets.emplace_back();
+      column_sets[c].set_of_level.assign(repetitions.columns[c].positions.size(), 0);
+    }
+  } else {
+    const size_t n_jobs = n_columns + d->set_position.size();
     // Jobs are independent: spread them over threads when there is enough work.
-    const size_t work = jobs.size() * d->vocab->sorted_tokens().size();
+    const size_t work = n_jobs * d->vocab->sorted_tokens().size();
     const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
     const unsigned n_threads = work < (size_t{1} << 20) ? 1u : std::min<unsigned>(hw, 16);
     std::atomic<size_t> next{0};
@@ -223,13 +196,12 @@ Expected<std::shared_ptr<const CompiledGrammar>> detail::compile_grammar(const G
     auto worker = [&]() {
       CompileStats counts;
       ClassifyScratch scratch(*d);
-      for (size_t i; (i = next.fetch_add(1)) < jobs.size();) {
-        const ClassifyJob& job = jobs[i];
-        if (job.column >= 0) {
-          classify_column(*d, repetitions, repetitions.columns[job.column], job.column_sets, scratch,
-                          d->token_sets, counts);
+      for (size_t i; (i = next.fetch_add(1)) < n_jobs;) {
+        // The columns first: they are the longer jobs.
+        if (i < n_columns) {
+          classify_column(*d, repetitions, repetitions.columns[i], scratch, column_sets[i], counts);
         } else {
-          classify_position(*d, d->set_position[job.set], scratch, d->token_sets[job.set]);
+          classify_position(*d, d->set_position[i - n_columns], scratch, d->token_sets[i - n_columns]);
           ++counts.n_walks;
         }
       }
@@ -244,6 +216,17 @@ Expected<std::shared_ptr<const CompiledGrammar>> detail::compile_grammar(const G
       std::vector<std::thread> threads;
       for (unsigned t = 0; t < n_threads; ++t) threads.emplace_back(worker);
       for (std::thread& t : threads) t.join();
+    }
+  }
+  for (size_t c = 0; c < n_columns; ++c) {
+    const RepetitionColumn& column = repetitions.columns[c];
+    const auto base = static_cast<int32_t>(d->token_sets.size());
+    for (PositionTokens& s : column_sets[c].sets) d->token_sets.push_back(std::move(s));
+    d->set_position.resize(d->token_sets.size());
+    for (size_t level = column.positions.size(); level-- > 0;) {
+      const int32_t set = base + column_sets[c].set_of_level[level];
+      d->token_set_of[column.positions[level]] = set;
+      d->set_position[set] = column.positions[level];
     }
   }
 

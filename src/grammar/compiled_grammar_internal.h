@@ -44,6 +44,7 @@ struct PositionTokens {
   std::vector<int32_t> accepted;          // token ids, ascending (when bits is empty)
   std::vector<uint32_t> accepted_bits;    // bitmask_words(n_vocab) words, or empty
   std::vector<int32_t> uncertain;         // indices into VocabIndex::sorted_tokens(), ascending
+  friend bool operator==(const PositionTokens&, const PositionTokens&) = default;
 };
 
 // A 64-bit finalizer (MurmurHash3's fmix64): every input bit reaches every output bit.

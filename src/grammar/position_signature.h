@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "grammar/compiled_grammar_internal.h"
+#include "grammar/repetition_chain.h"
 
 namespace pagoda::grammar::detail {
 
@@ -35,7 +36,8 @@ struct SignatureHash {
 
 class PositionSigner {
  public:
-  PositionSigner(const CompiledData& d, int32_t max_chars) : d_(d), max_chars_(max_chars) {
+  PositionSigner(const CompiledData& d, int32_t max_chars, const RepetitionLevels& repetitions)
+      : d_(d), max_chars_(max_chars), rep_(repetitions) {
     // The fewest characters each rule matches (capped past max_chars).
     const int32_t cap = max_chars + 1;
     min_chars_.assign(d.alt_starts.size(), cap);
@@ -55,6 +57,7 @@ class PositionSigner {
         }
       }
     }
+    seq_memo_.reserve(d.positions.size() * 16);
     follow_.resize(d.follow.size());
     for (size_t r = 0; r < d.follow.size(); ++r) {
       Signature s;
@@ -77,6 +80,8 @@ class PositionSigner {
   // From position `pos` to its alternative's end, seeing `depth` more characters; `top`:
   // the alternative of the classified position (its end leads to the follow set).
   Signature sequence(uint32_t pos, int32_t depth, bool top) {
+    // A repetition's level seen less deep than its bottom: the same as its top level.
+    if (!top && rep_.top_copy[pos] != kNoPosition && depth + 1 < rep_.levels_to_bottom[pos]) pos = rep_.top_copy[pos];
     const uint64_t key = ((static_cast<uint64_t>(pos) * static_cast<uint64_t>(max_chars_ + 1) +
                            static_cast<uint64_t>(depth)) << 1) | (top ? 1 : 0);
     auto it = seq_memo_.find(key);
@@ -110,6 +115,12 @@ class PositionSigner {
   }
 
   Signature rule(int32_t r, int32_t depth) {
+    if (!d_.alt_starts[r].empty()) {
+      const uint32_t first = d_.alt_starts[r][0];
+      if (rep_.top_copy[first] != kNoPosition && depth + 1 < rep_.levels_to_bottom[first]) {
+        r = d_.positions[rep_.top_copy[first]].rule;
+      }
+    }
     const uint64_t key = static_cast<uint64_t>(r) * static_cast<uint64_t>(max_chars_ + 1) + static_cast<uint64_t>(depth);
     auto it = rule_memo_.find(key);
     if (it != rule_memo_.end()) return it->second;
@@ -122,6 +133,7 @@ class PositionSigner {
 
   const CompiledData& d_;
   int32_t max_chars_;
+  const RepetitionLevels& rep_;
   std::vector<Signature> follow_;
   std::vector<int32_t> min_chars_;  // per rule
   std::unordered_map<uint64_t, Signature> seq_memo_;

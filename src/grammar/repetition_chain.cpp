@@ -3,6 +3,7 @@
 #include "grammar/repetition_chain.h"
 
 #include <algorithm>
+#include <climits>
 
 namespace pagoda::grammar::detail {
 namespace {
@@ -137,11 +138,38 @@ void align_repetition_chains(std::vector<std::vector<Sequence>>& alts, std::vect
   chains = std::move(kept);
 }
 
+namespace {
+
+// Per rule: whether it can match the empty string.
+std::vector<char> nullable_rules(const CompiledData& d) {
+  std::vector<char> nullable(d.alt_starts.size(), 0);
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t r = 0; r < nullable.size(); ++r) {
+      for (uint32_t q : d.alt_starts[r]) {
+        if (nullable[r]) break;
+        for (; d.positions[q].kind == PosKind::kRef && nullable[d.positions[q].arg]; ++q) {
+        }
+        if (d.positions[q].kind == PosKind::kEnd) {
+          nullable[r] = 1;
+          changed = true;
+        }
+      }
+    }
+  }
+  return nullable;
+}
+
+}  // namespace
+
 RepetitionLevels repetition_levels(const CompiledData& d, const std::vector<RepetitionChain>& chains,
                                    const std::vector<char>& reachable) {
+  const std::vector<char> nullable = nullable_rules(d);
   RepetitionLevels out;
   out.level.assign(d.positions.size(), -1);
   out.column_of.assign(d.positions.size(), -1);
+  out.top_copy.assign(d.positions.size(), kNoPosition);
+  out.levels_to_bottom.assign(d.positions.size(), 0);
   for (const RepetitionChain& c : chains) {
     std::vector<int32_t> rules = c.rules;
     size_t first = 0;
@@ -149,29 +177,46 @@ RepetitionLevels repetition_levels(const CompiledData& d, const std::vector<Repe
     rules.erase(rules.begin(), rules.begin() + static_cast<std::ptrdiff_t>(first));
     if (rules.size() < 2) continue;
     const int32_t top = rules[0];
-    bool ok = true;
+    bool ok = d.follow[c.end_rule] == d.follow[top];
     for (int32_t r : rules) {
-      ok = ok && d.follow[c.end_rule] == d.follow[top] && reachable[r] && d.follow[r] == d.follow[top] && d.may_end_sentence[r] == d.may_end_sentence[top] &&
+      ok = ok && reachable[r] && d.follow[r] == d.follow[top] && d.may_end_sentence[r] == d.may_end_sentence[top] &&
            d.alt_starts[r].size() == d.alt_starts[top].size();
     }
     if (!ok) continue;
+    // Whether every level's body matches at least a character: then a token of n bytes
+    // never gets n + 1 levels down.
+    bool consumes = true;
+    for (uint32_t start : d.alt_starts[top]) {
+      bool some = d.positions[start].kind == PosKind::kEnd;  // the empty alternative
+      for (uint32_t q = start; d.positions[q + 1].kind != PosKind::kEnd && !some; ++q) {
+        some = d.positions[q].kind == PosKind::kClass || !nullable[d.positions[q].arg];
+      }
+      consumes = consumes && some;
+    }
     const int32_t m = static_cast<int32_t>(rules.size());
     for (int32_t lv = 0; lv < m; ++lv) {
-      for (uint32_t start : d.alt_starts[rules[lv]]) {
+      for (size_t a = 0; a < d.alt_starts[top].size(); ++a) {
+        const uint32_t start = d.alt_starts[rules[lv]][a];
         for (uint32_t q = start;; ++q) {
           out.level[q] = lv;
+          if (consumes) {
+            out.top_copy[q] = d.alt_starts[top][a] + (q - start);
+            out.levels_to_bottom[q] = m - lv;
+          }
           if (d.positions[q].kind == PosKind::kEnd) break;
         }
       }
     }
     // The end rule's end stands for the empty alternative of the level below the bottom.
     out.level[d.alt_starts[c.end_rule][0]] = m;
+    const int32_t alike_from = consumes ? d.vocab->max_token_length() + 1 : INT32_MAX;
     for (size_t a = 0; a < d.alt_starts[top].size(); ++a) {
       const uint32_t start = d.alt_starts[top][a];
       for (uint32_t e = 0; d.positions[start + e].kind != PosKind::kEnd; ++e) {
         if (d.positions[start + e].kind != PosKind::kClass) continue;
         RepetitionColumn column;
         column.top_rule = top;
+        column.alike_from = alike_from;
         for (int32_t r : rules) column.positions.push_back(d.alt_starts[r][a] + e);
         for (uint32_t p : column.positions) out.column_of[p] = static_cast<int32_t>(out.columns.size());
         out.columns.push_back(std::move(column));

@@ -22,6 +22,7 @@
 // empty string added for the chain (the same language; its end stands for the empty
 // alternative of the level below the bottom).
 
+#include <climits>
 #include <cstdint>
 #include <vector>
 
@@ -29,6 +30,8 @@
 #include "grammar/grammar.h"
 
 namespace pagoda::grammar::detail {
+
+constexpr uint32_t kNoPosition = UINT32_MAX;
 
 struct RepetitionChain {
   std::vector<int32_t> rules;  // per level, from the top (level 0) to the bottom
@@ -49,6 +52,10 @@ void align_repetition_chains(std::vector<std::vector<Sequence>>& alts, std::vect
 struct RepetitionColumn {
   std::vector<uint32_t> positions;
   int32_t top_rule = 0;  // the chain's top level (its follow is every level's)
+  // Copies with at least this many levels (counted from the bottom's 1) are classified
+  // alike: no token reaches the bottom from them (every level's body matches at least a
+  // character, and the longest token has fewer). INT32_MAX: not known.
+  int32_t alike_from = INT32_MAX;
 };
 
 struct RepetitionLevels {
@@ -58,6 +65,11 @@ struct RepetitionLevels {
   std::vector<RepetitionColumn> columns;
   // Per position: the column that holds it, -1 when none.
   std::vector<int32_t> column_of;
+  // Per position of a chain whose bodies all match a character: the same position in
+  // the top level (kNoPosition elsewhere), and the levels from its own to the bottom.
+  // What a walk sees from either within fewer characters than that is the same.
+  std::vector<uint32_t> top_copy;
+  std::vector<int32_t> levels_to_bottom;
 };
 
 // The columns of the chains after the positions are laid out: levels of rules that are

@@ -172,14 +172,24 @@ class TopCopyWalk {
 }  // namespace
 
 void classify_column(const CompiledData& d, const RepetitionLevels& rep, const RepetitionColumn& column,
-                     const std::vector<ColumnSet>& sets, ClassifyScratch& scratch, std::vector<PositionTokens>& out,
-                     CompileStats& stats) {
+                     ClassifyScratch& scratch, ColumnSets& out, CompileStats& stats) {
   const VocabIndex& vocab = *d.vocab;
   const auto n_tokens = static_cast<int32_t>(vocab.sorted_tokens().size());
   const auto n_levels = static_cast<int32_t>(column.positions.size());
+  // Copies from the bottom (k levels: k = 1 at the bottom): each shares the set of the
+  // one below when nothing changes between them.
+  const int32_t walked_levels = std::min(n_levels, column.alike_from);
+  out.sets.clear();
+  out.set_of_level.assign(n_levels, -1);
+  auto position_of = [&](int32_t k) { return column.positions[n_levels - k]; };
   auto classify_each = [&]() {
-    for (const ColumnSet& s : sets) classify_position(d, column.positions[s.level], scratch, out[s.set]);
-    stats.n_walks += static_cast<int32_t>(sets.size());
+    for (int32_t k = 1; k <= walked_levels; ++k) {
+      out.sets.emplace_back();
+      classify_position(d, position_of(k), scratch, out.sets.back());
+      out.set_of_level[n_levels - k] = static_cast<int32_t>(out.sets.size()) - 1;
+    }
+    for (int32_t k = walked_levels + 1; k <= n_levels; ++k) out.set_of_level[n_levels - k] = out.set_of_level[n_levels - walked_levels];
+    stats.n_walks += walked_levels;
   };
   EscapeCheck escape(d, column.top_rule, scratch);
   if (escape.overflow()) return classify_each();
@@ -189,60 +199,75 @@ void classify_column(const CompiledData& d, const RepetitionLevels& rep, const R
   if (needs.unsure.size() * 8 > static_cast<size_t>(n_tokens)) return classify_each();
 
   std::vector<std::vector<int32_t>> accepted_by_need(n_levels + 1);  // token ids per levels needed
+  std::vector<char> changes(n_levels + 2, 0);  // per k: some token's verdict differs from k - 1's
   std::vector<int32_t> escapable;  // sorted indices that may escape before they are accepted
   for (int32_t idx = 0; idx < n_tokens; ++idx) {
-    if (needs.accept[idx] <= n_levels) accepted_by_need[std::max(0, needs.accept[idx])].push_back(vocab.sorted_tokens()[idx]);
-    if (needs.escape[idx] < needs.accept[idx]) escapable.push_back(idx);
+    const int32_t accept = std::max(0, needs.accept[idx]);
+    if (accept <= n_levels) {
+      accepted_by_need[accept].push_back(vocab.sorted_tokens()[idx]);
+      changes[accept] = 1;
+    }
+    if (needs.escape[idx] < needs.accept[idx]) {
+      escapable.push_back(idx);
+      changes[std::clamp(needs.escape[idx], 0, n_levels + 1)] = 1;
+    }
   }
-  // Copies with fewer levels first: each accepts what the previous did and more.
-  std::vector<ColumnSet> order = sets;
-  std::sort(order.begin(), order.end(), [](const ColumnSet& a, const ColumnSet& b) { return a.level > b.level; });
   const size_t words = bitmask_words(vocab.n_vocab());
   std::vector<uint32_t> bits(words, 0);
   size_t n_bits = 0;
-  int32_t added = -1;  // accepted_by_need[0..added] are in bits
-  for (const ColumnSet& s : order) {
-    const int32_t k = n_levels - s.level;
-    for (; added < k; ++added) {
-      for (int32_t id : accepted_by_need[added + 1]) bits[id / 32] |= 1u << (id % 32);
-      n_bits += accepted_by_need[added + 1].size();
+  for (int32_t id : accepted_by_need[0]) bits[id / 32] |= 1u << (id % 32);
+  n_bits += accepted_by_need[0].size();
+  std::vector<int32_t> unsure_accepted;
+  std::vector<int32_t> unsure_uncertain;
+  for (int32_t k = 1; k <= n_levels; ++k) {
+    for (int32_t id : accepted_by_need[k]) bits[id / 32] |= 1u << (id % 32);
+    n_bits += accepted_by_need[k].size();
+    const bool walk_unsure = !needs.unsure.empty() && k <= walked_levels;
+    if (k > 1 && !changes[k] && !walk_unsure) {
+      out.set_of_level[n_levels - k] = out.set_of_level[n_levels - k + 1];
+      continue;
     }
-    std::vector<int32_t> accepted;
-    std::vector<int32_t> unsure_uncertain;
-    auto on_token = [&](int32_t idx, const StepResult* end) {
-      const Verdict v = end != nullptr ? verdict_at_end(*end)
-                        : scratch.walker.last_state().overflow ? Verdict::kUncertain
-                                                               : Verdict::kRejected;
-      if (v == Verdict::kAccepted) accepted.push_back(vocab.sorted_tokens()[idx]);
-      if (v == Verdict::kUncertain) unsure_uncertain.push_back(idx);
-    };
-    if (!needs.unsure.empty()) {
+    if (walk_unsure) {
+      // The tokens the top copy's walk could not speak for, walked at this copy.
+      unsure_accepted.clear();
+      unsure_uncertain.clear();
+      auto on_token = [&](int32_t idx, const StepResult* end) {
+        const Verdict v = end != nullptr ? verdict_at_end(*end)
+                          : scratch.walker.last_state().overflow ? Verdict::kUncertain
+                                                                 : Verdict::kRejected;
+        if (v == Verdict::kAccepted) unsure_accepted.push_back(vocab.sorted_tokens()[idx]);
+        if (v == Verdict::kUncertain) unsure_uncertain.push_back(idx);
+      };
       scratch.nodes.clear();
-      scratch.walker.walk_list(classified_start(column.positions[s.level]), needs.unsure, on_token);
+      scratch.walker.walk_list(classified_start(position_of(k)), needs.unsure, on_token);
       stats.n_rewalked += static_cast<int64_t>(needs.unsure.size());
     }
     std::vector<int32_t> uncertain;
     for (int32_t idx : escapable) {
       if (needs.escape[idx] <= k && k < needs.accept[idx]) uncertain.push_back(idx);
     }
-    if (!unsure_uncertain.empty()) {
-      const size_t mid = uncertain.size();
-      uncertain.insert(uncertain.end(), unsure_uncertain.begin(), unsure_uncertain.end());
-      std::inplace_merge(uncertain.begin(), uncertain.begin() + static_cast<std::ptrdiff_t>(mid), uncertain.end());
-    }
-    PositionTokens& set = out[s.set];
-    if (n_bits + accepted.size() > words) {
-      set = PositionTokens{};
+    const size_t mid = uncertain.size();
+    uncertain.insert(uncertain.end(), unsure_uncertain.begin(), unsure_uncertain.end());
+    std::inplace_merge(uncertain.begin(), uncertain.begin() + static_cast<std::ptrdiff_t>(mid), uncertain.end());
+    PositionTokens set;
+    if (n_bits + unsure_accepted.size() > words) {
       set.accepted_bits = bits;
-      for (int32_t id : accepted) set.accepted_bits[id / 32] |= 1u << (id % 32);
+      for (int32_t id : unsure_accepted) set.accepted_bits[id / 32] |= 1u << (id % 32);
       set.uncertain = std::move(uncertain);
     } else {
+      std::vector<int32_t> accepted = unsure_accepted;
       for (size_t w = 0; w < words; ++w) {
         for (uint32_t b = bits[w]; b != 0; b &= b - 1) {
           accepted.push_back(static_cast<int32_t>(w * 32 + static_cast<size_t>(__builtin_ctz(b))));
         }
       }
       store_token_set(std::move(accepted), std::move(uncertain), vocab.n_vocab(), set);
+    }
+    if (!out.sets.empty() && set == out.sets.back()) {
+      out.set_of_level[n_levels - k] = out.set_of_level[n_levels - k + 1];
+    } else {
+      out.sets.push_back(std::move(set));
+      out.set_of_level[n_levels - k] = static_cast<int32_t>(out.sets.size()) - 1;
     }
   }
 }

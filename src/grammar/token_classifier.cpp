@@ -25,13 +25,13 @@ StepResult classified_start(uint32_t p) {
 
 void store_token_set(std::vector<int32_t> accepted, std::vector<int32_t> uncertain, int32_t n_vocab,
                      PositionTokens& out) {
-  std::sort(accepted.begin(), accepted.end());
   const size_t words = bitmask_words(n_vocab);
   out = PositionTokens{};
   if (accepted.size() > words) {
     out.accepted_bits.assign(words, 0);
     for (int32_t id : accepted) out.accepted_bits[id / 32] |= 1u << (id % 32);
   } else {
+    std::sort(accepted.begin(), accepted.end());
     out.accepted = std::move(accepted);
   }
   out.uncertain = std::move(uncertain);

@@ -40,17 +40,17 @@ void store_token_set(std::vector<int32_t> accepted, std::vector<int32_t> uncerta
 // Sorts every matchable token into accepted / rejected / uncertain at position p.
 void classify_position(const CompiledData& d, uint32_t p, ClassifyScratch& scratch, PositionTokens& out);
 
-// A token set of a column to classify: the column's position at `level` and its set.
-struct ColumnSet {
-  int32_t level;
-  int32_t set;
+// A column's token sets: the distinct ones, and per level (RepetitionColumn::positions)
+// the index of its set.
+struct ColumnSets {
+  std::vector<PositionTokens> sets;
+  std::vector<int32_t> set_of_level;
 };
 
-// The token sets `sets` of `column`, from one walk at its top position: the same sets
-// as classify_position at each set's position. `out` indexed by set. Adds to `stats`
-// the walks over the vocabulary made and the tokens walked again per copy.
+// The token sets of every copy in `column`, from one walk at its top copy: the same sets
+// as classify_position at each copy. Adds to `stats` the walks over the vocabulary made
+// and the tokens walked again per copy.
 void classify_column(const CompiledData& d, const RepetitionLevels& rep, const RepetitionColumn& column,
-                     const std::vector<ColumnSet>& sets, ClassifyScratch& scratch, std::vector<PositionTokens>& out,
-                     CompileStats& stats);
+                     ClassifyScratch& scratch, ColumnSets& out, CompileStats& stats);
 
 }  // namespace pagoda::grammar::detail
