@@ -12,12 +12,12 @@
 //   uncertain: the rest (its bytes run past the end of p's rule); only these are
 //              checked against the real stacks at run time.
 // Before classifying, the compiler drops alternatives that can never complete, inlines
-// small non-recursive rules (so that fewer tokens cross a rule's end), and gives one
-// token set to positions whose walks cannot differ within a token's length (a long
-// bounded repetition is classified a few times, not once per copy), and classifies the
-// copies of one element of a bounded repetition that still differ by one walk
-// (repetition_chain.h). Classification walks are spread over threads when there is
-// enough work.
+// small non-recursive rules (so that fewer tokens cross a rule's end; a bounded
+// repetition's levels stay rules) and gives one token set to positions whose walks
+// cannot differ within a token's length. The copies of one element of a bounded
+// repetition (X{m,n}: a chain of n - m levels) are classified by one walk for all of
+// them (repetition_chain.h). Classification walks are spread over threads when there
+// is enough work.
 // A VocabIndex with zero tokens is fine: the matcher then matches bytes only.
 
 #include <cstdint>
