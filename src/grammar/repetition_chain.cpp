@@ -30,7 +30,8 @@ bool alike_but_last(const std::vector<Sequence>& upper, const std::vector<Sequen
   if (upper.size() != lower.size()) return false;
   for (size_t a = 0; a < upper.size(); ++a) {
     if (upper[a].size() != lower[a].size()) return false;
-    if (!upper[a].empty() && !std::equal(upper[a].begin(), upper[a].end() - 1, lower[a].begin())) return false;
+    if (!upper[a].empty() && !std::equal(upper[a].begin(), upper[a].end() - 1, lower[a].begin()))
+      return false;
   }
   return true;
 }
@@ -46,7 +47,8 @@ std::vector<Sequence> stripped(const std::vector<Sequence>& upper) {
 
 }  // namespace
 
-std::vector<RepetitionChain> find_repetition_chains(const std::vector<std::vector<Sequence>>& alts) {
+std::vector<RepetitionChain> find_repetition_chains(
+    const std::vector<std::vector<Sequence>>& alts) {
   const int32_t n = static_cast<int32_t>(alts.size());
   std::vector<int32_t> next(n);
   for (int32_t r = 0; r < n; ++r) next[r] = next_level(alts[r], r);
@@ -81,7 +83,9 @@ std::vector<RepetitionChain> find_repetition_chains(const std::vector<std::vecto
   }
   // A rule in two chains (the bottom of one the top of another) stays in the longer.
   std::stable_sort(found.begin(), found.end(),
-                   [](const RepetitionChain& a, const RepetitionChain& b) { return a.rules.size() > b.rules.size(); });
+                   [](const RepetitionChain& a, const RepetitionChain& b) {
+                     return a.rules.size() > b.rules.size();
+                   });
   std::vector<char> used(n, 0);
   std::vector<RepetitionChain> chains;
   for (RepetitionChain& c : found) {
@@ -94,7 +98,8 @@ std::vector<RepetitionChain> find_repetition_chains(const std::vector<std::vecto
   return chains;
 }
 
-void align_repetition_chains(std::vector<std::vector<Sequence>>& alts, std::vector<RepetitionChain>& chains) {
+void align_repetition_chains(std::vector<std::vector<Sequence>>& alts,
+                             std::vector<RepetitionChain>& chains) {
   // Levels inlined differently (the inlining's budget ran out in some) get the same
   // alternatives: the most inlined level's, unless copying them to every level would
   // grow the grammar past this many elements.
@@ -162,7 +167,8 @@ std::vector<char> nullable_rules(const CompiledData& d) {
 
 }  // namespace
 
-RepetitionLevels repetition_levels(const CompiledData& d, const std::vector<RepetitionChain>& chains,
+RepetitionLevels repetition_levels(const CompiledData& d,
+                                   const std::vector<RepetitionChain>& chains,
                                    const std::vector<char>& reachable) {
   const std::vector<char> nullable = nullable_rules(d);
   RepetitionLevels out;
@@ -179,7 +185,8 @@ RepetitionLevels repetition_levels(const CompiledData& d, const std::vector<Repe
     const int32_t top = rules[0];
     bool ok = d.follow[c.end_rule] == d.follow[top];
     for (int32_t r : rules) {
-      ok = ok && reachable[r] && d.follow[r] == d.follow[top] && d.may_end_sentence[r] == d.may_end_sentence[top] &&
+      ok = ok && reachable[r] && d.follow[r] == d.follow[top] &&
+           d.may_end_sentence[r] == d.may_end_sentence[top] &&
            d.alt_starts[r].size() == d.alt_starts[top].size();
     }
     if (!ok) continue;
@@ -218,7 +225,8 @@ RepetitionLevels repetition_levels(const CompiledData& d, const std::vector<Repe
         column.top_rule = top;
         column.alike_from = alike_from;
         for (int32_t r : rules) column.positions.push_back(d.alt_starts[r][a] + e);
-        for (uint32_t p : column.positions) out.column_of[p] = static_cast<int32_t>(out.columns.size());
+        for (uint32_t p : column.positions)
+          out.column_of[p] = static_cast<int32_t>(out.columns.size());
         out.columns.push_back(std::move(column));
       }
     }

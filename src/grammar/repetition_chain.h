@@ -35,7 +35,7 @@ constexpr uint32_t kNoPosition = UINT32_MAX;
 
 struct RepetitionChain {
   std::vector<int32_t> rules;  // per level, from the top (level 0) to the bottom
-  int32_t end_rule = -1;       // the bottom's next level: the empty string (align_repetition_chains)
+  int32_t end_rule = -1;  // the bottom's next level: the empty string (align_repetition_chains)
 };
 
 // Chains of at least two levels in the rules' alternatives before inlining; a rule is in
@@ -46,7 +46,8 @@ std::vector<RepetitionChain> find_repetition_chains(const std::vector<std::vecto
 // inlined, each leading to its own next level), adds each chain's end rule (to `alts`)
 // as the bottom level's next (the language the bottom had: find_repetition_chains
 // checked that before inlining).
-void align_repetition_chains(std::vector<std::vector<Sequence>>& alts, std::vector<RepetitionChain>& chains);
+void align_repetition_chains(std::vector<std::vector<Sequence>>& alts,
+                             std::vector<RepetitionChain>& chains);
 
 // The positions of one class element of the repeated body: one per level, top first.
 struct RepetitionColumn {
@@ -76,7 +77,8 @@ struct RepetitionLevels {
 // not reachable are dropped from the top (the top's copy may have been inlined into its
 // host); a chain left with fewer than two levels, or whose levels may be followed by
 // different positions, is dropped.
-RepetitionLevels repetition_levels(const CompiledData& d, const std::vector<RepetitionChain>& chains,
+RepetitionLevels repetition_levels(const CompiledData& d,
+                                   const std::vector<RepetitionChain>& chains,
                                    const std::vector<char>& reachable);
 
 }  // namespace pagoda::grammar::detail

@@ -24,7 +24,8 @@ class EscapeCheck {
  public:
   enum Result { kDies, kSurvives, kBound };
 
-  EscapeCheck(const CompiledData& d, int32_t rule, ClassifyScratch& s) : stepper_(s.escape_stepper), nodes_(s.escape_nodes) {
+  EscapeCheck(const CompiledData& d, int32_t rule, ClassifyScratch& s)
+      : stepper_(s.escape_stepper), nodes_(s.escape_nodes) {
     nodes_.clear();
     stepper_.escape(rule, start_);
     for (const Top& t : start_.tops) {
@@ -84,7 +85,8 @@ struct LevelNeeds {
 // pass a bound, the token is left to per-copy walks.
 class TopCopyWalk {
  public:
-  TopCopyWalk(const CompiledData& d, const RepetitionLevels& rep, EscapeCheck& escape, ClassifyScratch& scratch)
+  TopCopyWalk(const CompiledData& d, const RepetitionLevels& rep, EscapeCheck& escape,
+              ClassifyScratch& scratch)
       : d_(d), rep_(rep), escape_(escape), scratch_(scratch) {
     const auto n_tokens = d.vocab->sorted_tokens().size();
     needs_.accept.assign(n_tokens, kNoLevel);
@@ -109,13 +111,18 @@ class TopCopyWalk {
     auto on_dead = [&](int32_t begin, int32_t end, const StepResult* at) {
       // Rejected at every copy unless a path left the chain on the way (most die at once).
       bool left = at->overflow;
-      for (size_t i = 1; i <= walker.computed() && !left; ++i) left = walker.prefix_state(i).clean_end_rules > 0;
+      for (size_t i = 1; i <= walker.computed() && !left; ++i) {
+        left = walker.prefix_state(i).clean_end_rules > 0;
+      }
       if (!left) return;
-      for (int32_t i = begin; i < end; ++i) judge(i, walker.computed(), at->overflow ? -1 : kNoLevel);
+      for (int32_t i = begin; i < end; ++i) {
+        judge(i, walker.computed(), at->overflow ? -1 : kNoLevel);
+      }
     };
     scratch_.nodes.clear();
     walker.set_end_levels(rep_.level.data());
-    walker.walk_range(classified_start(top), 0, static_cast<int32_t>(needs_.accept.size()), on_token, on_dead);
+    walker.walk_range(classified_start(top), 0, static_cast<int32_t>(needs_.accept.size()),
+                      on_token, on_dead);
     walker.set_end_levels(nullptr);
     return std::move(needs_);
   }
@@ -144,7 +151,8 @@ class TopCopyWalk {
       pushed_[i] += at.clean_end_rules * start.pushed;
       steps_[i] += at.clean_end_rules * start.closure_steps;
       if (i == bytes.size()) continue;  // left the chain at its end: accepted at those levels
-      const EscapeCheck::Result r = escape_.follow(bytes.substr(i), &pushed_[i + 1], &steps_[i + 1]);
+      const EscapeCheck::Result r =
+          escape_.follow(bytes.substr(i), &pushed_[i + 1], &steps_[i + 1]);
       unsure = unsure || r == EscapeCheck::kBound;
       if (r == EscapeCheck::kSurvives) escape_level = std::min(escape_level, at.clean_end_level);
     }
@@ -165,66 +173,116 @@ class TopCopyWalk {
   EscapeCheck& escape_;
   ClassifyScratch& scratch_;
   LevelNeeds needs_;
-  std::vector<int32_t> pushed_;  // per byte of the token: escaped tops pushed, summed over the paths
-  std::vector<int32_t> steps_;   // and closure steps
+  // Per byte of the token: the escaped tops pushed and the closure steps, summed over the
+  // paths that left the chain.
+  std::vector<int32_t> pushed_;
+  std::vector<int32_t> steps_;
 };
+
+// Per k (a copy with k levels): the tokens it accepts that a copy with k - 1 does not,
+// whether any token's verdict differs from k - 1's, and the tokens that may be
+// uncertain at some k.
+struct NeedIndex {
+  std::vector<std::vector<int32_t>> accepted_at;  // [k]: token ids
+  std::vector<char> changes;                      // [k]
+  std::vector<int32_t> escapable;                 // sorted indices, ascending
+};
+
+NeedIndex index_needs(const VocabIndex& vocab, const LevelNeeds& needs, int32_t n_levels) {
+  NeedIndex index;
+  index.accepted_at.resize(n_levels + 1);
+  index.changes.assign(n_levels + 2, 0);
+  for (int32_t idx = 0; idx < static_cast<int32_t>(needs.accept.size()); ++idx) {
+    const int32_t accept = std::max(0, needs.accept[idx]);
+    if (accept <= n_levels) {
+      index.accepted_at[accept].push_back(vocab.sorted_tokens()[idx]);
+      index.changes[accept] = 1;
+    }
+    if (needs.escape[idx] < needs.accept[idx]) {
+      index.escapable.push_back(idx);
+      index.changes[std::clamp(needs.escape[idx], 0, n_levels + 1)] = 1;
+    }
+  }
+  return index;
+}
+
+// A set from the accepted tokens (bitmask `bits` of `n_bits` tokens, and `more` token
+// ids not in it) and the uncertain sorted indices, stored as classify_position stores.
+PositionTokens make_set(const std::vector<uint32_t>& bits, size_t n_bits,
+                        const std::vector<int32_t>& more, std::vector<int32_t> uncertain,
+                        int32_t n_vocab) {
+  PositionTokens set;
+  if (n_bits + more.size() > bits.size()) {
+    set.accepted_bits = bits;
+    for (int32_t id : more) set.accepted_bits[id / 32] |= 1u << (id % 32);
+    set.uncertain = std::move(uncertain);
+    return set;
+  }
+  std::vector<int32_t> accepted = more;
+  for (size_t w = 0; w < bits.size(); ++w) {
+    for (uint32_t b = bits[w]; b != 0; b &= b - 1) {
+      accepted.push_back(static_cast<int32_t>(w * 32 + static_cast<size_t>(__builtin_ctz(b))));
+    }
+  }
+  store_token_set(std::move(accepted), std::move(uncertain), n_vocab, set);
+  return set;
+}
+
+// The set of the copy at `level`: a new one, or the previous one's when equal.
+void add_level_set(ColumnSets& out, int32_t level, PositionTokens set) {
+  if (out.sets.empty() || !(set == out.sets.back())) out.sets.push_back(std::move(set));
+  out.set_of_level[level] = static_cast<int32_t>(out.sets.size()) - 1;
+}
+
+// The fallback: a walk per copy, up to the copies that are alike.
+void classify_each_copy(const CompiledData& d, const RepetitionColumn& column,
+                        ClassifyScratch& scratch, ColumnSets& out, CompileStats& stats) {
+  const auto n_levels = static_cast<int32_t>(column.positions.size());
+  const int32_t walked = std::min(n_levels, column.alike_from);
+  for (int32_t k = 1; k <= n_levels; ++k) {
+    if (k > walked) {
+      out.set_of_level[n_levels - k] = out.set_of_level[n_levels - walked];
+      continue;
+    }
+    PositionTokens set;
+    classify_position(d, column.positions[n_levels - k], scratch, set);
+    add_level_set(out, n_levels - k, std::move(set));
+  }
+  stats.n_walks += walked;
+}
 
 }  // namespace
 
-void classify_column(const CompiledData& d, const RepetitionLevels& rep, const RepetitionColumn& column,
-                     ClassifyScratch& scratch, ColumnSets& out, CompileStats& stats) {
+void classify_column(const CompiledData& d, const RepetitionLevels& rep,
+                     const RepetitionColumn& column, ClassifyScratch& scratch, ColumnSets& out,
+                     CompileStats& stats) {
   const VocabIndex& vocab = *d.vocab;
-  const auto n_tokens = static_cast<int32_t>(vocab.sorted_tokens().size());
   const auto n_levels = static_cast<int32_t>(column.positions.size());
-  // Copies from the bottom (k levels: k = 1 at the bottom): each shares the set of the
-  // one below when nothing changes between them.
-  const int32_t walked_levels = std::min(n_levels, column.alike_from);
   out.sets.clear();
   out.set_of_level.assign(n_levels, -1);
-  auto position_of = [&](int32_t k) { return column.positions[n_levels - k]; };
-  auto classify_each = [&]() {
-    for (int32_t k = 1; k <= walked_levels; ++k) {
-      out.sets.emplace_back();
-      classify_position(d, position_of(k), scratch, out.sets.back());
-      out.set_of_level[n_levels - k] = static_cast<int32_t>(out.sets.size()) - 1;
-    }
-    for (int32_t k = walked_levels + 1; k <= n_levels; ++k) out.set_of_level[n_levels - k] = out.set_of_level[n_levels - walked_levels];
-    stats.n_walks += walked_levels;
-  };
   EscapeCheck escape(d, column.top_rule, scratch);
-  if (escape.overflow()) return classify_each();
+  if (escape.overflow()) return classify_each_copy(d, column, scratch, out, stats);
   const LevelNeeds needs = TopCopyWalk(d, rep, escape, scratch).run(column.positions[0]);
   ++stats.n_walks;
   // Where many tokens hit a bound, the per-copy walks cost less than this detour.
-  if (needs.unsure.size() * 8 > static_cast<size_t>(n_tokens)) return classify_each();
-
-  std::vector<std::vector<int32_t>> accepted_by_need(n_levels + 1);  // token ids per levels needed
-  std::vector<char> changes(n_levels + 2, 0);  // per k: some token's verdict differs from k - 1's
-  std::vector<int32_t> escapable;  // sorted indices that may escape before they are accepted
-  for (int32_t idx = 0; idx < n_tokens; ++idx) {
-    const int32_t accept = std::max(0, needs.accept[idx]);
-    if (accept <= n_levels) {
-      accepted_by_need[accept].push_back(vocab.sorted_tokens()[idx]);
-      changes[accept] = 1;
-    }
-    if (needs.escape[idx] < needs.accept[idx]) {
-      escapable.push_back(idx);
-      changes[std::clamp(needs.escape[idx], 0, n_levels + 1)] = 1;
-    }
+  if (needs.unsure.size() * 8 > needs.accept.size()) {
+    return classify_each_copy(d, column, scratch, out, stats);
   }
-  const size_t words = bitmask_words(vocab.n_vocab());
-  std::vector<uint32_t> bits(words, 0);
+  const NeedIndex index = index_needs(vocab, needs, n_levels);
+  // Copies from the bottom (k levels: k = 1 at the bottom): each accepts what the one
+  // below does and more, and shares its set when nothing changes between them.
+  std::vector<uint32_t> bits(bitmask_words(vocab.n_vocab()), 0);
   size_t n_bits = 0;
-  for (int32_t id : accepted_by_need[0]) bits[id / 32] |= 1u << (id % 32);
-  n_bits += accepted_by_need[0].size();
   std::vector<int32_t> unsure_accepted;
   std::vector<int32_t> unsure_uncertain;
-  for (int32_t k = 1; k <= n_levels; ++k) {
-    for (int32_t id : accepted_by_need[k]) bits[id / 32] |= 1u << (id % 32);
-    n_bits += accepted_by_need[k].size();
-    const bool walk_unsure = !needs.unsure.empty() && k <= walked_levels;
-    if (k > 1 && !changes[k] && !walk_unsure) {
-      out.set_of_level[n_levels - k] = out.set_of_level[n_levels - k + 1];
+  for (int32_t k = 0; k <= n_levels; ++k) {
+    for (int32_t id : index.accepted_at[k]) bits[id / 32] |= 1u << (id % 32);
+    n_bits += index.accepted_at[k].size();
+    if (k == 0) continue;
+    const int32_t level = n_levels - k;
+    const bool walk_unsure = !needs.unsure.empty() && k <= column.alike_from;
+    if (k > 1 && !index.changes[k] && !walk_unsure) {
+      out.set_of_level[level] = out.set_of_level[level + 1];
       continue;
     }
     if (walk_unsure) {
@@ -232,43 +290,25 @@ void classify_column(const CompiledData& d, const RepetitionLevels& rep, const R
       unsure_accepted.clear();
       unsure_uncertain.clear();
       auto on_token = [&](int32_t idx, const StepResult* end) {
-        const Verdict v = end != nullptr ? verdict_at_end(*end)
+        const Verdict v = end != nullptr                         ? verdict_at_end(*end)
                           : scratch.walker.last_state().overflow ? Verdict::kUncertain
                                                                  : Verdict::kRejected;
         if (v == Verdict::kAccepted) unsure_accepted.push_back(vocab.sorted_tokens()[idx]);
         if (v == Verdict::kUncertain) unsure_uncertain.push_back(idx);
       };
       scratch.nodes.clear();
-      scratch.walker.walk_list(classified_start(position_of(k)), needs.unsure, on_token);
+      scratch.walker.walk_list(classified_start(column.positions[level]), needs.unsure, on_token);
       stats.n_rewalked += static_cast<int64_t>(needs.unsure.size());
     }
     std::vector<int32_t> uncertain;
-    for (int32_t idx : escapable) {
+    for (int32_t idx : index.escapable) {
       if (needs.escape[idx] <= k && k < needs.accept[idx]) uncertain.push_back(idx);
     }
-    const size_t mid = uncertain.size();
+    const auto mid = static_cast<std::ptrdiff_t>(uncertain.size());
     uncertain.insert(uncertain.end(), unsure_uncertain.begin(), unsure_uncertain.end());
-    std::inplace_merge(uncertain.begin(), uncertain.begin() + static_cast<std::ptrdiff_t>(mid), uncertain.end());
-    PositionTokens set;
-    if (n_bits + unsure_accepted.size() > words) {
-      set.accepted_bits = bits;
-      for (int32_t id : unsure_accepted) set.accepted_bits[id / 32] |= 1u << (id % 32);
-      set.uncertain = std::move(uncertain);
-    } else {
-      std::vector<int32_t> accepted = unsure_accepted;
-      for (size_t w = 0; w < words; ++w) {
-        for (uint32_t b = bits[w]; b != 0; b &= b - 1) {
-          accepted.push_back(static_cast<int32_t>(w * 32 + static_cast<size_t>(__builtin_ctz(b))));
-        }
-      }
-      store_token_set(std::move(accepted), std::move(uncertain), vocab.n_vocab(), set);
-    }
-    if (!out.sets.empty() && set == out.sets.back()) {
-      out.set_of_level[n_levels - k] = out.set_of_level[n_levels - k + 1];
-    } else {
-      out.sets.push_back(std::move(set));
-      out.set_of_level[n_levels - k] = static_cast<int32_t>(out.sets.size()) - 1;
-    }
+    std::inplace_merge(uncertain.begin(), uncertain.begin() + mid, uncertain.end());
+    add_level_set(out, level,
+                  make_set(bits, n_bits, unsure_accepted, std::move(uncertain), vocab.n_vocab()));
   }
 }
 

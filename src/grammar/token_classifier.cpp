@@ -37,7 +37,8 @@ void store_token_set(std::vector<int32_t> accepted, std::vector<int32_t> uncerta
   out.uncertain = std::move(uncertain);
 }
 
-void classify_position(const CompiledData& d, uint32_t p, ClassifyScratch& scratch, PositionTokens& out) {
+void classify_position(const CompiledData& d, uint32_t p, ClassifyScratch& scratch,
+                       PositionTokens& out) {
   const VocabIndex& vocab = *d.vocab;
   const StepResult start = classified_start(p);
   scratch.nodes.clear();
@@ -45,16 +46,22 @@ void classify_position(const CompiledData& d, uint32_t p, ClassifyScratch& scrat
   std::vector<int32_t> uncertain;
   auto on_token = [&](int32_t idx, const StepResult* end) {
     switch (verdict_at_end(*end)) {
-      case Verdict::kAccepted: accepted.push_back(vocab.sorted_tokens()[idx]); break;
-      case Verdict::kUncertain: uncertain.push_back(idx); break;
-      case Verdict::kRejected: break;
+      case Verdict::kAccepted:
+        accepted.push_back(vocab.sorted_tokens()[idx]);
+        break;
+      case Verdict::kUncertain:
+        uncertain.push_back(idx);
+        break;
+      case Verdict::kRejected:
+        break;
     }
   };
   auto on_dead = [&](int32_t begin, int32_t end, const StepResult* at) {
     if (!at->overflow) return;  // rejected
     for (int32_t i = begin; i < end; ++i) uncertain.push_back(i);
   };
-  scratch.walker.walk_range(start, 0, static_cast<int32_t>(vocab.sorted_tokens().size()), on_token, on_dead);
+  scratch.walker.walk_range(start, 0, static_cast<int32_t>(vocab.sorted_tokens().size()), on_token,
+                            on_dead);
   store_token_set(std::move(accepted), std::move(uncertain), vocab.n_vocab(), out);
 }
 

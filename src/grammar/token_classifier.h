@@ -38,7 +38,8 @@ void store_token_set(std::vector<int32_t> accepted, std::vector<int32_t> uncerta
                      PositionTokens& out);
 
 // Sorts every matchable token into accepted / rejected / uncertain at position p.
-void classify_position(const CompiledData& d, uint32_t p, ClassifyScratch& scratch, PositionTokens& out);
+void classify_position(const CompiledData& d, uint32_t p, ClassifyScratch& scratch,
+                       PositionTokens& out);
 
 // A column's token sets: the distinct ones, and per level (RepetitionColumn::positions)
 // the index of its set.
@@ -50,7 +51,8 @@ struct ColumnSets {
 // The token sets of every copy in `column`, from one walk at its top copy: the same sets
 // as classify_position at each copy. Adds to `stats` the walks over the vocabulary made
 // and the tokens walked again per copy.
-void classify_column(const CompiledData& d, const RepetitionLevels& rep, const RepetitionColumn& column,
-                     ClassifyScratch& scratch, ColumnSets& out, CompileStats& stats);
+void classify_column(const CompiledData& d, const RepetitionLevels& rep,
+                     const RepetitionColumn& column, ClassifyScratch& scratch, ColumnSets& out,
+                     CompileStats& stats);
 
 }  // namespace pagoda::grammar::detail

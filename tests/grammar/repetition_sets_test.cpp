@@ -62,13 +62,15 @@ root ::= ( [a-cx] | "é" ){3,40} "!"
 // one piece too: long tokens that cross a whole bound), and stray UTF-8 bytes.
 std::shared_ptr<const VocabIndex> long_token_vocab(uint32_t seed, int32_t n, int max_pieces) {
   std::mt19937 rng(seed);
-  const std::vector<std::string> pieces = {"a", "b",  "c",  "x",  "ab",   "\"", "\\", "u",    "n", "0",  "9", "f",
-                                           "-", ",",  ".",  "!",  "(",    ")",  "é",  "α",    "ω", "😀", " ", ":",
-                                           "{", "}",  "[",  "]",  "\xCE", "\xB1", "\xF0\x9F", "null", "\"s\"", "\\u0"};
+  const std::vector<std::string> pieces = {
+      "a", "b", "c", "x", "ab",   "\"",   "\\",       "u",    "n",     "0",   "9", "f",
+      "-", ",", ".", "!", "(",    ")",    "é",        "α",    "ω",     "😀",   " ", ":",
+      "{", "}", "[", "]", "\xCE", "\xB1", "\xF0\x9F", "null", "\"s\"", "\\u0"};
   std::vector<std::string> tokens = {"", ""};  // a control token, a stop token
   for (int32_t i = 0; i < n; ++i) {
     std::string t;
-    const int len = 1 + static_cast<int>(rng() % static_cast<uint32_t>(rng() % 4 == 0 ? max_pieces : 4));
+    const int len =
+        1 + static_cast<int>(rng() % static_cast<uint32_t>(rng() % 4 == 0 ? max_pieces : 4));
     const bool run = rng() % 5 == 0;
     const std::string& first = pieces[rng() % pieces.size()];
     for (int k = 0; k < len; ++k) t += run ? first : pieces[rng() % pieces.size()];
@@ -77,18 +79,18 @@ std::shared_ptr<const VocabIndex> long_token_vocab(uint32_t seed, int32_t n, int
   return VocabIndex::create(tokens, {1});
 }
 
-std::shared_ptr<const CompiledGrammar> compile(const Grammar& g, std::shared_ptr<const VocabIndex> vocab,
+std::shared_ptr<const CompiledGrammar> compile(const Grammar& g,
+                                               std::shared_ptr<const VocabIndex> vocab,
                                                bool derive) {
   auto c = detail::compile_grammar(g, std::move(vocab), detail::CompileOptions{derive});
   EXPECT_TRUE(c.ok()) << c.status().message();
   return c.ok() ? *c : nullptr;
 }
 
-// Every position has the same token set, and the derived compilation walked less.
+// Every position has the same token set.
 void expect_same_sets(const CompiledGrammar& derived, const CompiledGrammar& walked) {
   EXPECT_EQ(testing::token_sets_mismatch(derived, walked), "");
   EXPECT_EQ(derived.stats().n_positions, walked.stats().n_positions);
-  EXPECT_LE(derived.stats().n_walks, walked.stats().n_walks);
   EXPECT_EQ(walked.stats().n_walks, walked.stats().n_classified);
 }
 
@@ -99,12 +101,14 @@ TEST(RepetitionSets, DerivedSetsEqualOneWalkPerCopy) {
     ASSERT_TRUE(g.ok()) << c.name << ": " << g.status().message();
     for (uint32_t v = 0; v < 4; ++v) {
       SCOPED_TRACE(std::string(c.name) + " vocabulary " + std::to_string(v));
-      auto vocab = long_token_vocab(50 + v, 300 + 200 * static_cast<int32_t>(v), 8 + 20 * static_cast<int>(v));
+      auto vocab = long_token_vocab(50 + v, 300 + 200 * static_cast<int32_t>(v),
+                                    8 + 20 * static_cast<int>(v));
       auto derived = compile(*g, vocab, true);
       auto walked = compile(*g, vocab, false);
       ASSERT_TRUE(derived && walked);
       expect_same_sets(*derived, *walked);
       if (HasFatalFailure()) return;
+      EXPECT_LE(derived->stats().n_walks, walked->stats().n_walks);
       derived_cases += derived->stats().n_walks < walked->stats().n_walks;
     }
   }
@@ -146,29 +150,39 @@ TEST(RepetitionSets, MaskEqualsBruteForceAlongRandomWalks) {
 TEST(RepetitionSets, TokensAtTheBoundAreWalkedPerCopy) {
   auto g = parse_gbnf(R"(root ::= ( "a" | "aa" | "a" "a"? "a"? ){0,90} "b")");
   ASSERT_TRUE(g.ok());
-  std::vector<std::string> tokens = {"a", "b", "ab"};
-  for (int n = 2; n <= 80; n += 6) tokens.push_back(std::string(static_cast<size_t>(n), 'a'));
+  std::vector<std::string> runs = {"a", "b", "ab"};
+  for (int n = 2; n <= 80; n += 6) runs.push_back(std::string(static_cast<size_t>(n), 'a'));
+  std::vector<std::string> tokens = runs;
   for (int i = 0; i < 200; ++i) {  // rejected at every copy
     std::string t = std::to_string(i);
     t.push_back('b');
     tokens.push_back(std::move(t));
   }
-  auto vocab = VocabIndex::create(tokens, {});
-  auto derived = compile(*g, vocab, true);
-  auto walked = compile(*g, vocab, false);
+  auto derived = compile(*g, VocabIndex::create(tokens, {}), true);
+  auto walked = compile(*g, VocabIndex::create(tokens, {}), false);
   ASSERT_TRUE(derived && walked);
   expect_same_sets(*derived, *walked);
   EXPECT_GT(derived->stats().n_rewalked, 0);
   EXPECT_EQ(walked->stats().n_rewalked, 0);
   EXPECT_LT(derived->stats().n_walks, walked->stats().n_walks);
   EXPECT_GT(derived->stats().n_uncertain, 0);
+
+  // Where most tokens hit the bound, every copy is walked instead (up to the copies the
+  // longest token cannot tell apart; more walks than positions alike by signature take).
+  derived = compile(*g, VocabIndex::create(runs, {}), true);
+  walked = compile(*g, VocabIndex::create(runs, {}), false);
+  ASSERT_TRUE(derived && walked);
+  expect_same_sets(*derived, *walked);
+  EXPECT_EQ(derived->stats().n_rewalked, 0);
+  EXPECT_GT(derived->stats().n_walks, 80);
 }
 
 // The chain's bottom level is rewritten to hold its body inline (the language is the
 // same): what the grammar matches is unchanged.
 TEST(RepetitionSets, BoundsStillHold) {
-  auto g = testing::compile_gbnf(R"(root ::= "<" ( [a-c] | "x" [0-9] ){2,5} ">")",
-                                 VocabIndex::create({"a", "x1", "<", ">", "<ab", "c>", "abcab"}, {}));
+  auto g =
+      testing::compile_gbnf(R"(root ::= "<" ( [a-c] | "x" [0-9] ){2,5} ">")",
+                            VocabIndex::create({"a", "x1", "<", ">", "<ab", "c>", "abcab"}, {}));
   ASSERT_NE(g, nullptr);
   EXPECT_FALSE(testing::matches(g, "<a>"));
   EXPECT_TRUE(testing::matches(g, "<ab>"));
