@@ -147,12 +147,16 @@ Status build_tables(CompiledData& d, RepetitionLevels& repetitions, const Compil
     if (d.positions[p].kind != PosKind::kClass || !reachable[d.positions[p].rule]) continue;
     ++d.stats.n_positions;
     if (options.derive_repetitions && repetitions.column_of[p] >= 0) continue;
-    const auto [it, added] = by_signature.emplace(signer.position(p), static_cast<int32_t>(d.token_sets.size()));
-    if (added) {
-      d.token_sets.emplace_back();
-      d.set_position.push_back(p);
+    if (options.share_alike_positions) {
+      const auto [it, added] = by_signature.emplace(signer.position(p), static_cast<int32_t>(d.token_sets.size()));
+      if (!added) {
+        d.token_set_of[p] = it->second;
+        continue;
+      }
     }
-    d.token_set_of[p] = it->second;
+    d.token_set_of[p] = static_cast<int32_t>(d.token_sets.size());
+    d.token_sets.emplace_back();
+    d.set_position.push_back(p);
   }
   return Status::ok_status();
 }

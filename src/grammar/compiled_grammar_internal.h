@@ -105,6 +105,9 @@ struct CompileOptions {
   // A bounded repetition's copies of an element classified by one walk
   // (repetition_chain.h); false: by one walk per distinct copy, as other positions.
   bool derive_repetitions = true;
+  // Positions whose walks cannot differ share a set (position_signature.h); false: one
+  // walk per position.
+  bool share_alike_positions = true;
 };
 Expected<std::shared_ptr<const CompiledGrammar>> compile_grammar(const Grammar& grammar,
                                                                  std::shared_ptr<const VocabIndex> vocab,

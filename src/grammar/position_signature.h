@@ -2,6 +2,7 @@
 // Which positions of a compiled grammar get the same token sets: the compiler classifies
 // the vocabulary once per distinct signature (compiled_grammar.cpp).
 
+#include <algorithm>
 #include <cstdint>
 #include <unordered_map>
 #include <vector>
@@ -80,8 +81,11 @@ class PositionSigner {
   // From position `pos` to its alternative's end, seeing `depth` more characters; `top`:
   // the alternative of the classified position (its end leads to the follow set).
   Signature sequence(uint32_t pos, int32_t depth, bool top) {
-    // A repetition's level seen less deep than its bottom: the same as its top level.
-    if (!top && rep_.top_copy[pos] != kNoPosition && depth + 1 < rep_.levels_to_bottom[pos]) pos = rep_.top_copy[pos];
+    // In a repetition's level: from here to the bottom is `levels_to_bottom` levels,
+    // each like the top's; more than depth + 1 look alike (the bottom is out of sight).
+    if (!top && rep_.top_copy[pos] != kNoPosition) {
+      return chain_signature(0xC1, rep_.top_copy[pos], rep_.levels_to_bottom[pos], depth + 2, depth);
+    }
     const uint64_t key = ((static_cast<uint64_t>(pos) * static_cast<uint64_t>(max_chars_ + 1) +
                            static_cast<uint64_t>(depth)) << 1) | (top ? 1 : 0);
     auto it = seq_memo_.find(key);
@@ -117,8 +121,8 @@ class PositionSigner {
   Signature rule(int32_t r, int32_t depth) {
     if (!d_.alt_starts[r].empty()) {
       const uint32_t first = d_.alt_starts[r][0];
-      if (rep_.top_copy[first] != kNoPosition && depth + 1 < rep_.levels_to_bottom[first]) {
-        r = d_.positions[rep_.top_copy[first]].rule;
+      if (rep_.top_copy[first] != kNoPosition) {
+        return chain_signature(0xD1, rep_.top_copy[first], rep_.levels_to_bottom[first], depth + 1, depth);
       }
     }
     const uint64_t key = static_cast<uint64_t>(r) * static_cast<uint64_t>(max_chars_ + 1) + static_cast<uint64_t>(depth);
@@ -128,6 +132,18 @@ class PositionSigner {
     s.feed(0xD0);
     for (uint32_t start : d_.alt_starts[r]) s.feed(sequence(start, depth, false));
     rule_memo_.emplace(key, s);
+    return s;
+  }
+
+  // A repetition's level (or a position in one, `at` the same position in its top
+  // level), seen `depth` characters on, `levels` from the bottom: the levels are alike,
+  // so that is all there is to it; past `alike` levels the bottom is out of sight.
+  static Signature chain_signature(uint64_t tag, uint32_t at, int32_t levels, int32_t alike, int32_t depth) {
+    Signature s;
+    s.feed(tag);
+    s.feed(at);
+    s.feed(static_cast<uint64_t>(std::min(levels, alike)));
+    s.feed(static_cast<uint64_t>(depth));
     return s;
   }
 

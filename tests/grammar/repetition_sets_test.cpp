@@ -79,10 +79,12 @@ std::shared_ptr<const VocabIndex> long_token_vocab(uint32_t seed, int32_t n, int
   return VocabIndex::create(tokens, {1});
 }
 
+// derive: as compile_grammar does; else a walk per position (nothing shared, nothing
+// derived: what the sets must be).
 std::shared_ptr<const CompiledGrammar> compile(const Grammar& g,
                                                std::shared_ptr<const VocabIndex> vocab,
                                                bool derive) {
-  auto c = detail::compile_grammar(g, std::move(vocab), detail::CompileOptions{derive});
+  auto c = detail::compile_grammar(g, std::move(vocab), detail::CompileOptions{derive, derive});
   EXPECT_TRUE(c.ok()) << c.status().message();
   return c.ok() ? *c : nullptr;
 }
