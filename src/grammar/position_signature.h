@@ -58,7 +58,7 @@ class PositionSigner {
         }
       }
     }
-    seq_memo_.reserve(d.positions.size() * 16);
+    seq_memo_.reserve(std::min<size_t>(d.positions.size() * 16, size_t{1} << 20));
     follow_.resize(d.follow.size());
     for (size_t r = 0; r < d.follow.size(); ++r) {
       Signature s;
