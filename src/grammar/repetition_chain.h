@@ -10,9 +10,10 @@
 // and tags what the walk reaches with its level (d = 0 in the top level, 1 below it,
 // ...): a path whose top is at level d needs the classified copy to have at least d + 1
 // levels, a path that leaves the chain through an empty alternative at level d needs d
-// (the bottom's X followed by its end stands for the level below's empty alternative).
-// From the least such need of each token, the token sets of every level follow
-// (repetition_classifier.cpp).
+// (in a copy of d levels that is its bottom's X followed by the bottom's end). From the
+// least such need of each token, the token sets of every level follow
+// (repetition_classifier.cpp). The levels stay rules (the compiler inlines no level into
+// the repetition's host, which would make one more copy to walk).
 //
 // For a level's copy to behave as the top's copy cut short, every level must hold the
 // same alternatives (after inlining) but for their last reference to the next level,
@@ -74,9 +75,8 @@ struct RepetitionLevels {
 };
 
 // The columns of the chains after the positions are laid out: levels of rules that are
-// not reachable are dropped from the top (the top's copy may have been inlined into its
-// host); a chain left with fewer than two levels, or whose levels may be followed by
-// different positions, is dropped.
+// not reachable are dropped from the top; a chain left with fewer than two levels, or
+// whose levels may be followed by different positions, is dropped.
 RepetitionLevels repetition_levels(const CompiledData& d,
                                    const std::vector<RepetitionChain>& chains,
                                    const std::vector<char>& reachable);

@@ -7,7 +7,8 @@
 // depends on the rest only: checked from the chain's follow set). A copy with k levels
 // accepts the tokens that need at most k, leaves to the run-time check those that need
 // more to be accepted but at most k to escape, and rejects the rest. Tokens whose walk
-// hit a bound are walked at each copy, as classify_position would.
+// hit a bound (or could have, counting the paths that left the chain with it) are
+// walked at each copy, as classify_position would.
 
 #include <algorithm>
 #include <string_view>
