@@ -161,6 +161,85 @@ Status build_tables(CompiledData& d, RepetitionLevels& repetitions, const Compil
   return Status::ok_status();
 }
 
+// Classifies every set: the columns' into column_sets, and the sets found by
+// signature, each at its first position. Jobs are independent: spread over threads when
+// there is enough work, the columns (the longer jobs) first.
+void classify_sets(CompiledData& d, const RepetitionLevels& repetitions,
+                   std::vector<ColumnSets>& column_sets) {
+  const size_t n_columns = column_sets.size();
+  if (d.vocab->sorted_tokens().empty()) {
+    for (size_t c = 0; c < n_columns; ++c) {
+      column_sets[c].sets.emplace_back();
+      column_sets[c].set_of_level.assign(repetitions.columns[c].positions.size(), 0);
+    }
+    return;
+  }
+  const size_t n_jobs = n_columns + d.set_position.size();
+  const size_t work = n_jobs * d.vocab->sorted_tokens().size();
+  const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
+  const unsigned n_threads = work < (size_t{1} << 20) ? 1u : std::min<unsigned>(hw, 16);
+  std::atomic<size_t> next{0};
+  std::mutex stats_mutex;
+  auto worker = [&]() {
+    CompileStats counts;
+    ClassifyScratch scratch(d);
+    for (size_t i; (i = next.fetch_add(1)) < n_jobs;) {
+      if (i < n_columns) {
+        classify_column(d, repetitions, repetitions.columns[i], scratch, column_sets[i], counts);
+      } else {
+        classify_position(d, d.set_position[i - n_columns], scratch, d.token_sets[i - n_columns]);
+        ++counts.n_walks;
+      }
+    }
+    std::lock_guard<std::mutex> lock(stats_mutex);
+    d.max_local_depth = std::max(d.max_local_depth, scratch.walker.stepper().max_depth());
+    d.stats.n_walks += counts.n_walks;
+    d.stats.n_rewalked += counts.n_rewalked;
+  };
+  if (n_threads == 1) {
+    worker();
+    return;
+  }
+  std::vector<std::thread> threads;
+  for (unsigned t = 0; t < n_threads; ++t) threads.emplace_back(worker);
+  for (std::thread& t : threads) t.join();
+}
+
+// The columns' sets join the others; their positions get them.
+void add_column_sets(CompiledData& d, const RepetitionLevels& repetitions,
+                     std::vector<ColumnSets>& column_sets) {
+  for (size_t c = 0; c < column_sets.size(); ++c) {
+    const RepetitionColumn& column = repetitions.columns[c];
+    const auto base = static_cast<int32_t>(d.token_sets.size());
+    for (PositionTokens& s : column_sets[c].sets) d.token_sets.push_back(std::move(s));
+    d.set_position.resize(d.token_sets.size());
+    for (size_t level = column.positions.size(); level-- > 0;) {
+      const int32_t set = base + column_sets[c].set_of_level[level];
+      d.token_set_of[column.positions[level]] = set;
+      d.set_position[set] = column.positions[level];
+    }
+  }
+}
+
+// CompileStats' sums over the sets.
+void count_sets(CompiledData& d) {
+  CompileStats& st = d.stats;
+  st.n_classified = static_cast<int32_t>(d.token_sets.size());
+  const int64_t n_matchable = static_cast<int64_t>(d.vocab->sorted_tokens().size());
+  for (const PositionTokens& s : d.token_sets) {
+    int64_t acc = static_cast<int64_t>(s.accepted.size());
+    if (!s.accepted_bits.empty()) {
+      acc = 0;
+      for (uint32_t w : s.accepted_bits) acc += __builtin_popcount(w);
+    }
+    st.n_accepted += acc;
+    st.n_uncertain += static_cast<int64_t>(s.uncertain.size());
+    st.n_rejected += n_matchable - acc - static_cast<int64_t>(s.uncertain.size());
+    st.max_uncertain = std::max<int32_t>(st.max_uncertain, static_cast<int32_t>(s.uncertain.size()));
+  }
+  st.max_stack_growth = static_cast<int32_t>(d.max_local_depth);
+}
+
 }  // namespace
 
 Expected<std::shared_ptr<const CompiledGrammar>> compile_grammar(const Grammar& grammar,
@@ -179,77 +258,11 @@ Expected<std::shared_ptr<const CompiledGrammar>> detail::compile_grammar(const G
   d->vocab = std::move(vocab);
   RepetitionLevels repetitions;
   PAGODA_TRY(build_tables(*d, repetitions, options));
-
-  // Jobs: the columns (their sets are added after), then the sets found by signature,
-  // each at its first position.
-  const size_t n_columns = options.derive_repetitions ? repetitions.columns.size() : 0;
-  std::vector<ColumnSets> column_sets(n_columns);
-  if (d->vocab->sorted_tokens().empty()) {
-    for (size_t c = 0; c < n_columns; ++c) {
-      column_sets[c].sets.emplace_back();
-      column_sets[c].set_of_level.assign(repetitions.columns[c].positions.size(), 0);
-    }
-  } else {
-    const size_t n_jobs = n_columns + d->set_position.size();
-    // Jobs are independent: spread them over threads when there is enough work.
-    const size_t work = n_jobs * d->vocab->sorted_tokens().size();
-    const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
-    const unsigned n_threads = work < (size_t{1} << 20) ? 1u : std::min<unsigned>(hw, 16);
-    std::atomic<size_t> next{0};
-    std::mutex stats_mutex;
-    auto worker = [&]() {
-      CompileStats counts;
-      ClassifyScratch scratch(*d);
-      for (size_t i; (i = next.fetch_add(1)) < n_jobs;) {
-        // The columns first: they are the longer jobs.
-        if (i < n_columns) {
-          classify_column(*d, repetitions, repetitions.columns[i], scratch, column_sets[i], counts);
-        } else {
-          classify_position(*d, d->set_position[i - n_columns], scratch, d->token_sets[i - n_columns]);
-          ++counts.n_walks;
-        }
-      }
-      std::lock_guard<std::mutex> lock(stats_mutex);
-      d->max_local_depth = std::max(d->max_local_depth, scratch.walker.stepper().max_depth());
-      d->stats.n_walks += counts.n_walks;
-      d->stats.n_rewalked += counts.n_rewalked;
-    };
-    if (n_threads == 1) {
-      worker();
-    } else {
-      std::vector<std::thread> threads;
-      for (unsigned t = 0; t < n_threads; ++t) threads.emplace_back(worker);
-      for (std::thread& t : threads) t.join();
-    }
-  }
-  for (size_t c = 0; c < n_columns; ++c) {
-    const RepetitionColumn& column = repetitions.columns[c];
-    const auto base = static_cast<int32_t>(d->token_sets.size());
-    for (PositionTokens& s : column_sets[c].sets) d->token_sets.push_back(std::move(s));
-    d->set_position.resize(d->token_sets.size());
-    for (size_t level = column.positions.size(); level-- > 0;) {
-      const int32_t set = base + column_sets[c].set_of_level[level];
-      d->token_set_of[column.positions[level]] = set;
-      d->set_position[set] = column.positions[level];
-    }
-  }
-
-  CompileStats& st = d->stats;
-  st.n_classified = static_cast<int32_t>(d->token_sets.size());
-  const int64_t n_matchable = static_cast<int64_t>(d->vocab->sorted_tokens().size());
-  for (const PositionTokens& s : d->token_sets) {
-    int64_t acc = static_cast<int64_t>(s.accepted.size());
-    if (!s.accepted_bits.empty()) {
-      acc = 0;
-      for (uint32_t w : s.accepted_bits) acc += __builtin_popcount(w);
-    }
-    st.n_accepted += acc;
-    st.n_uncertain += static_cast<int64_t>(s.uncertain.size());
-    st.n_rejected += n_matchable - acc - static_cast<int64_t>(s.uncertain.size());
-    st.max_uncertain = std::max<int32_t>(st.max_uncertain, static_cast<int32_t>(s.uncertain.size()));
-  }
-  st.max_stack_growth = static_cast<int32_t>(d->max_local_depth);
-  st.compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  std::vector<ColumnSets> column_sets(options.derive_repetitions ? repetitions.columns.size() : 0);
+  classify_sets(*d, repetitions, column_sets);
+  add_column_sets(*d, repetitions, column_sets);
+  count_sets(*d);
+  d->stats.compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return std::shared_ptr<const CompiledGrammar>(std::make_shared<CompiledGrammar>(std::move(d)));
 }
 
