@@ -192,7 +192,8 @@ void classify_sets(CompiledData& d, const RepetitionLevels& repetitions,
       }
     }
     std::lock_guard<std::mutex> lock(stats_mutex);
-    d.max_local_depth = std::max(d.max_local_depth, scratch.walker.stepper().max_depth());
+    d.max_local_depth = std::max({d.max_local_depth, scratch.walker.stepper().max_depth(),
+                                  scratch.escape_stepper.max_depth()});
     d.stats.n_walks += counts.n_walks;
     d.stats.n_rewalked += counts.n_rewalked;
   };
