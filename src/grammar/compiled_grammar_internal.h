@@ -124,7 +124,7 @@ struct StepResult {
   // popped kMarker (kNoLevel: none did), and how many rules' ends did.
   int32_t clean_end_level = kNoLevel;
   int32_t clean_end_rules = 0;
-  // The tops pushed before duplicates were removed, and the closure steps taken.
+  // Lookahead: the tops pushed before duplicates were removed, the closure steps taken.
   int32_t pushed = 0;
   int32_t closure_steps = 0;
   void clear() {

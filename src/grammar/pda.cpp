@@ -197,13 +197,13 @@ void Stepper::step(const std::vector<Top>& in, uint8_t byte, StepResult& out) {
     }
     if (out.overflow) return;
   }
-  out.pushed = static_cast<int32_t>(out.tops.size());
-  out.closure_steps = max_closure_steps_ - budget_;
   if (static_cast<int32_t>(out.tops.size()) > max_stacks_) {
     out.overflow = true;
     return;
   }
   if (lookahead_) {
+    out.pushed = static_cast<int32_t>(out.tops.size());
+    out.closure_steps = max_closure_steps_ - budget_;
     // The paths below the classified top only serve to reject tokens early; where they
     // fan out over much of the grammar they cost more than they decide: the token is
     // left to the run-time check instead.
