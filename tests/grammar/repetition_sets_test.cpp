@@ -179,6 +179,29 @@ TEST(RepetitionSets, TokensAtTheBoundAreWalkedPerCopy) {
   EXPECT_GT(derived->stats().n_walks, 80);
 }
 
+// What the compile time hangs on: a long bounded string takes a walk per element of its
+// character rule, not per copy, and so does a second string of another bound.
+TEST(RepetitionSets, BoundedStringsTakeAWalkPerElement) {
+  const Json schema = Json::parse(R"({"type": "object", "properties": {
+      "a": {"type": "string", "maxLength": 200},
+      "b": {"type": "string", "minLength": 3, "maxLength": 120}},
+      "required": ["a", "b"], "additionalProperties": false})");
+  auto text = json_schema_to_gbnf(schema);
+  ASSERT_TRUE(text.ok()) << text.status().message();
+  auto g = parse_gbnf(*text);
+  ASSERT_TRUE(g.ok());
+  auto vocab = long_token_vocab(7, 2000, 40);
+  auto derived = compile(*g, vocab, true);
+  ASSERT_TRUE(derived);
+  // Each string's character (the character rule's eight class elements) has a copy per
+  // level.
+  EXPECT_GT(derived->stats().n_positions, 8 * (200 + 117));
+  EXPECT_LT(derived->stats().n_walks, derived->stats().n_positions / 4);
+  auto walked = compile(*g, vocab, false);
+  ASSERT_TRUE(walked);
+  expect_same_sets(*derived, *walked);
+}
+
 // The chain's bottom level is rewritten to hold its body inline (the language is the
 // same): what the grammar matches is unchanged.
 TEST(RepetitionSets, BoundsStillHold) {
