@@ -25,7 +25,7 @@ using namespace pagoda::grammar;
 
 // The same schema every run: property i takes the i % 10-th shape; every third one is
 // optional. With bounded_strings two of the shapes carry a maxLength (each counted
-// character is grammar to compile), without it none does.
+// character is a level of a repetition), without it none does.
 Json make_fifty_property_schema(bool bounded_strings) {
   Json properties = Json::object();
   Json required = Json::array();
@@ -161,6 +161,7 @@ void schema_to_compiled_grammar(benchmark::State& state,
     }
     state.counters["rules"] = (*compiled)->grammar().n_rules();
     state.counters["positions"] = (*compiled)->stats().n_positions;
+    state.counters["walks"] = (*compiled)->stats().n_walks;
     state.counters["uncertain"] = static_cast<double>((*compiled)->stats().n_uncertain);
   }
 }

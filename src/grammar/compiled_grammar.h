@@ -12,10 +12,12 @@
 //   uncertain: the rest (its bytes run past the end of p's rule); only these are
 //              checked against the real stacks at run time.
 // Before classifying, the compiler drops alternatives that can never complete, inlines
-// small non-recursive rules (so that fewer tokens cross a rule's end), and gives one
-// token set to positions whose walks cannot differ within a token's length (a long
-// bounded repetition is classified a few times, not once per copy). Classification
-// walks are spread over threads when there is enough work.
+// small non-recursive rules (so that fewer tokens cross a rule's end; a bounded
+// repetition's levels stay rules) and gives one token set to positions whose walks
+// cannot differ within a token's length. The copies of one element of a bounded
+// repetition (X{m,n}: a chain of n - m levels) are classified by one walk for all of
+// them (repetition_chain.h). Classification walks are spread over threads when there
+// is enough work.
 // A VocabIndex with zero tokens is fine: the matcher then matches bytes only.
 
 #include <cstdint>
@@ -34,6 +36,8 @@ struct CompiledData;  // compiled_grammar_internal.h
 struct CompileStats {
   int32_t n_positions = 0;        // character-class positions
   int32_t n_classified = 0;       // distinct token sets (positions alike share one)
+  int32_t n_walks = 0;            // trie walks over the vocabulary (a repetition's copies share one)
+  int64_t n_rewalked = 0;         // tokens walked again at each copy (at the top copy they hit a bound)
   int64_t n_accepted = 0;         // token classifications, summed over the distinct sets
   int64_t n_rejected = 0;
   int64_t n_uncertain = 0;

@@ -9,6 +9,7 @@
 // an alternative's end (so right recursion does not grow the stack).
 
 #include <algorithm>
+#include <climits>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -43,6 +44,7 @@ struct PositionTokens {
   std::vector<int32_t> accepted;          // token ids, ascending (when bits is empty)
   std::vector<uint32_t> accepted_bits;    // bitmask_words(n_vocab) words, or empty
   std::vector<int32_t> uncertain;         // indices into VocabIndex::sorted_tokens(), ascending
+  friend bool operator==(const PositionTokens&, const PositionTokens&) = default;
 };
 
 // A 64-bit finalizer (MurmurHash3's fmix64): every input bit reaches every output bit.
@@ -95,6 +97,22 @@ struct CompiledData {
   std::vector<uint32_t> set_position;  // per token set: the position it was classified at
 };
 
+// StepResult::clean_end_level when no path popped kMarker cleanly.
+constexpr int32_t kNoLevel = INT32_MAX;
+
+// How compile_grammar classifies; tests compare the ways.
+struct CompileOptions {
+  // A bounded repetition's copies of an element classified by one walk
+  // (repetition_chain.h); false: by one walk per distinct copy, as other positions.
+  bool derive_repetitions = true;
+  // Positions whose walks cannot differ share a set (position_signature.h); false: one
+  // walk per position.
+  bool share_alike_positions = true;
+};
+Expected<std::shared_ptr<const CompiledGrammar>> compile_grammar(const Grammar& grammar,
+                                                                 std::shared_ptr<const VocabIndex> vocab,
+                                                                 const CompileOptions& options);
+
 // The tops a byte (or a closure) leads to.
 struct StepResult {
   std::vector<Top> tops;
@@ -102,9 +120,18 @@ struct StepResult {
   bool clean_end = false;      // compiler: a path not escaped popped kMarker
   bool escaped_end = false;    // compiler: an escaped path could end the sentence
   bool overflow = false;       // a bound was hit: the result is not to be trusted
+  // Compiler, with Stepper::set_end_levels: the least level of the ends at which a path
+  // popped kMarker (kNoLevel: none did), and how many rules' ends did.
+  int32_t clean_end_level = kNoLevel;
+  int32_t clean_end_rules = 0;
+  // Lookahead: the tops pushed before duplicates were removed, the closure steps taken.
+  int32_t pushed = 0;
+  int32_t closure_steps = 0;
   void clear() {
     tops.clear();
     can_terminate = clean_end = escaped_end = overflow = false;
+    clean_end_level = kNoLevel;
+    clean_end_rules = pushed = closure_steps = 0;
   }
 };
 
@@ -127,6 +154,13 @@ class Stepper {
 
   // The deepest node this stepper made (the compiler's: above kMarker).
   uint32_t max_depth() const { return max_depth_; }
+  // Compiler: per position, the level StepResult::clean_end_level reports for a pop of
+  // kMarker at that end position (repetition_chain.h). With levels set (not nullptr) the
+  // lookahead follows no path below kMarker: the caller follows them (escape()).
+  void set_end_levels(const int32_t* levels) { end_levels_ = levels; }
+  // The tops a path that left the classified rule `rule` (popped kMarker) starts from:
+  // the positions that may follow it, escaped.
+  void escape(int32_t rule, StepResult& out);
 
   // The tops reached from the start of the root rule.
   void initial(StepResult& out);
@@ -152,6 +186,7 @@ class Stepper {
   int32_t max_stacks_ = 0;
   int32_t max_closure_steps_ = 0;
   uint32_t max_depth_ = 0;
+  const int32_t* end_levels_ = nullptr;
   int32_t budget_ = 0;
   int32_t local_budget_ = 0;  // closure steps of paths not escaped (lookahead only)
   struct Work {
@@ -187,6 +222,13 @@ class TrieWalker {
     stepper_.bind(g, nodes, lookahead);
   }
   const Stepper& stepper() const { return stepper_; }
+  void set_end_levels(const int32_t* levels) { stepper_.set_end_levels(levels); }
+  // In on_token: the state after the first d bytes of the token (d up to its length);
+  // in walk_list's on_token of a token that died: where it died.
+  const StepResult& prefix_state(size_t d) const { return depth_[d]; }
+  const StepResult& last_state() const { return depth_[computed_]; }
+  // In on_dead: the bytes the run's common prefix lived through.
+  size_t computed() const { return computed_; }
 
   template <typename OnToken, typename OnDead>
   void walk_range(const StepResult& start, int32_t begin, int32_t end, OnToken&& on_token, OnDead&& on_dead);

@@ -160,7 +160,7 @@ std::vector<char> recursive_rules(const std::vector<std::vector<Sequence>>& alts
 // of one short alternative anywhere, a rule of a few alternatives only into a short
 // alternative (such as a repetition's `X h`), where copying the alternative per choice
 // costs little. The language is unchanged; the positions added are bounded.
-void inline_small_rules(std::vector<std::vector<Sequence>>& alts, int32_t root) {
+void inline_small_rules(std::vector<std::vector<Sequence>>& alts, int32_t root, const std::vector<char>& keep) {
   constexpr size_t kMaxInlineAlternatives = 8;   // of a rule to inline
   constexpr size_t kMaxInlineLength = 16;        // elements of each of its alternatives
   constexpr size_t kMaxHostLength = 6;           // of an alternative to inline a choice into
@@ -242,7 +242,7 @@ void inline_small_rules(std::vector<std::vector<Sequence>>& alts, int32_t root) 
           // Nor, inside an inlined body, a last reference to a rule that can match
           // nothing: a repetition's next level, which would unroll the repetition.
           const bool body_end = nesting > 0 && i + 1 == els.size();
-          if (e.is_rule_ref() && small[e.rule] && !(tail && i + 1 == els.size()) &&
+          if (e.is_rule_ref() && small[e.rule] && !keep[e.rule] && !(tail && i + 1 == els.size()) &&
               !(body_end && nullable[e.rule]) && nesting < 16) {
             const std::vector<Sequence>& body = alts[e.rule];
             size_t body_len = 0;

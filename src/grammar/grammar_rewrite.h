@@ -18,7 +18,8 @@ CharClassData make_class(const Element& e);
 std::vector<char> productive_rules(const Grammar& g);
 // Inlines references to small rules that are not recursive, so that runs of characters
 // stay inside one rule (fewer tokens cross a rule's end, fewer uncertain tokens). The
-// language is unchanged; the positions added are bounded.
-void inline_small_rules(std::vector<std::vector<Sequence>>& alts, int32_t root);
+// language is unchanged; the positions added are bounded. Rules marked in `keep` (per
+// rule) are not inlined.
+void inline_small_rules(std::vector<std::vector<Sequence>>& alts, int32_t root, const std::vector<char>& keep);
 
 }  // namespace pagoda::grammar::detail

@@ -45,6 +45,18 @@ void Stepper::initial(StepResult& out) {
   dedupe(out.tops);
 }
 
+void Stepper::escape(int32_t rule, StepResult& out) {
+  begin_step(out);
+  out.escaped_end = g_->may_end_sentence[rule];
+  for (uint32_t f : g_->follow[rule]) {
+    closure(f, kMarker, kEscaped, out);
+    if (out.overflow) return;
+  }
+  out.pushed = static_cast<int32_t>(out.tops.size());
+  out.closure_steps = max_closure_steps_ - budget_;
+  dedupe(out.tops);
+}
+
 bool Stepper::visit(uint64_t key) {
   // Most steps visit a handful of keys: a linear scan, then a hash set.
   if (!spilled_) {
@@ -142,6 +154,11 @@ void Stepper::closure(uint32_t start, int32_t start_parent, uint32_t start_flags
           if ((w.flags & kEscaped) == 0) out.clean_end = true;
           if (!lookahead_) break;
           if (!visit((uint64_t{3} << 62) | (uint64_t{w.flags & 1} << 61) | static_cast<uint32_t>(p.rule))) break;
+          if (end_levels_) {
+            out.clean_end_level = std::min(out.clean_end_level, end_levels_[w.pos]);
+            ++out.clean_end_rules;
+            break;
+          }
           if (g_->may_end_sentence[p.rule]) out.escaped_end = true;
           for (uint32_t f : g_->follow[p.rule]) work_.push_back({f, kMarker, kEscaped});
         }
@@ -185,6 +202,8 @@ void Stepper::step(const std::vector<Top>& in, uint8_t byte, StepResult& out) {
     return;
   }
   if (lookahead_) {
+    out.pushed = static_cast<int32_t>(out.tops.size());
+    out.closure_steps = max_closure_steps_ - budget_;
     // The paths below the classified top only serve to reject tokens early; where they
     // fan out over much of the grammar they cost more than they decide: the token is
     // left to the run-time check instead.

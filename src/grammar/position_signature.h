@@ -2,11 +2,13 @@
 // Which positions of a compiled grammar get the same token sets: the compiler classifies
 // the vocabulary once per distinct signature (compiled_grammar.cpp).
 
+#include <algorithm>
 #include <cstdint>
 #include <unordered_map>
 #include <vector>
 
 #include "grammar/compiled_grammar_internal.h"
+#include "grammar/repetition_chain.h"
 
 namespace pagoda::grammar::detail {
 
@@ -35,7 +37,8 @@ struct SignatureHash {
 
 class PositionSigner {
  public:
-  PositionSigner(const CompiledData& d, int32_t max_chars) : d_(d), max_chars_(max_chars) {
+  PositionSigner(const CompiledData& d, int32_t max_chars, const RepetitionLevels& repetitions)
+      : d_(d), max_chars_(max_chars), rep_(repetitions) {
     // The fewest characters each rule matches (capped past max_chars).
     const int32_t cap = max_chars + 1;
     min_chars_.assign(d.alt_starts.size(), cap);
@@ -55,6 +58,7 @@ class PositionSigner {
         }
       }
     }
+    seq_memo_.reserve(std::min<size_t>(d.positions.size() * 16, size_t{1} << 20));
     follow_.resize(d.follow.size());
     for (size_t r = 0; r < d.follow.size(); ++r) {
       Signature s;
@@ -77,6 +81,11 @@ class PositionSigner {
   // From position `pos` to its alternative's end, seeing `depth` more characters; `top`:
   // the alternative of the classified position (its end leads to the follow set).
   Signature sequence(uint32_t pos, int32_t depth, bool top) {
+    // In a repetition's level: from here to the bottom is `levels_to_bottom` levels,
+    // each like the top's; more than depth + 1 look alike (the bottom is out of sight).
+    if (!top && rep_.top_copy[pos] != kNoPosition) {
+      return chain_signature(0xC1, rep_.top_copy[pos], rep_.levels_to_bottom[pos], depth + 2, depth);
+    }
     const uint64_t key = ((static_cast<uint64_t>(pos) * static_cast<uint64_t>(max_chars_ + 1) +
                            static_cast<uint64_t>(depth)) << 1) | (top ? 1 : 0);
     auto it = seq_memo_.find(key);
@@ -110,6 +119,12 @@ class PositionSigner {
   }
 
   Signature rule(int32_t r, int32_t depth) {
+    if (!d_.alt_starts[r].empty()) {
+      const uint32_t first = d_.alt_starts[r][0];
+      if (rep_.top_copy[first] != kNoPosition) {
+        return chain_signature(0xD1, rep_.top_copy[first], rep_.levels_to_bottom[first], depth + 1, depth);
+      }
+    }
     const uint64_t key = static_cast<uint64_t>(r) * static_cast<uint64_t>(max_chars_ + 1) + static_cast<uint64_t>(depth);
     auto it = rule_memo_.find(key);
     if (it != rule_memo_.end()) return it->second;
@@ -120,8 +135,21 @@ class PositionSigner {
     return s;
   }
 
+  // A repetition's level (or a position in one, `at` the same position in its top
+  // level), seen `depth` characters on, `levels` from the bottom: the levels are alike,
+  // so that is all there is to it; past `alike` levels the bottom is out of sight.
+  static Signature chain_signature(uint64_t tag, uint32_t at, int32_t levels, int32_t alike, int32_t depth) {
+    Signature s;
+    s.feed(tag);
+    s.feed(at);
+    s.feed(static_cast<uint64_t>(std::min(levels, alike)));
+    s.feed(static_cast<uint64_t>(depth));
+    return s;
+  }
+
   const CompiledData& d_;
   int32_t max_chars_;
+  const RepetitionLevels& rep_;
   std::vector<Signature> follow_;
   std::vector<int32_t> min_chars_;  // per rule
   std::unordered_map<uint64_t, Signature> seq_memo_;

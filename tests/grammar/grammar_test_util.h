@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "grammar/compiled_grammar.h"
+#include "grammar/compiled_grammar_internal.h"
 #include "grammar/gbnf.h"
 #include "grammar/matcher.h"
 #include "grammar/vocab_index.h"
@@ -83,6 +84,39 @@ inline std::string mask_mismatch(const GrammarMatcher& m, const std::vector<uint
   std::vector<uint32_t> brute = brute_force_mask(m, &bound_hit);
   for (size_t w = 0; w < brute.size(); ++w) brute[w] |= fast[w] & bound_hit[w];
   return fast == brute ? std::string() : describe_mask_diff(m, fast, brute);
+}
+
+// The accepted token ids of a position's set, ascending, whichever way it is stored.
+inline std::vector<int32_t> accepted_ids(const detail::PositionTokens& s) {
+  if (s.accepted_bits.empty()) return s.accepted;
+  std::vector<int32_t> ids;
+  for (size_t w = 0; w < s.accepted_bits.size(); ++w) {
+    for (uint32_t b = 0; b < 32; ++b) {
+      if ((s.accepted_bits[w] >> b) & 1u) ids.push_back(static_cast<int32_t>(w * 32 + b));
+    }
+  }
+  return ids;
+}
+
+// Empty when every position of the two compilations of one grammar has the same token
+// set (the sets may be shared differently), else the first position that differs.
+inline std::string token_sets_mismatch(const CompiledGrammar& x, const CompiledGrammar& y) {
+  const detail::CompiledData& a = x.data();
+  const detail::CompiledData& b = y.data();
+  if (a.positions.size() != b.positions.size()) return "different positions";
+  for (size_t p = 0; p < a.positions.size(); ++p) {
+    const int32_t sa = a.token_set_of[p];
+    const int32_t sb = b.token_set_of[p];
+    if ((sa < 0) != (sb < 0)) return "position " + std::to_string(p) + ": classified in one only";
+    if (sa < 0) continue;
+    const detail::PositionTokens& ta = a.token_sets[sa];
+    const detail::PositionTokens& tb = b.token_sets[sb];
+    if (ta.accepted_bits.empty() != tb.accepted_bits.empty() || accepted_ids(ta) != accepted_ids(tb)) {
+      return "position " + std::to_string(p) + ": accepted tokens differ";
+    }
+    if (ta.uncertain != tb.uncertain) return "position " + std::to_string(p) + ": uncertain tokens differ";
+  }
+  return {};
 }
 
 }  // namespace pagoda::grammar::testing

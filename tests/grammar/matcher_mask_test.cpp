@@ -94,6 +94,16 @@ const char* kLongBoundGrammar = R"G(
 root ::= ( [a-cx] | "é" ){3,40} "!"
 )G";
 
+// Bounded repetitions (one walk classifies every level: repetition_chain.h), with bounds
+// below and above the longest token, bodies of several characters, UTF-8 classes.
+const char* kBoundedStringGrammar = R"G(
+root ::= "\"" ( [^"\\] | "\\" ( ["\\nt] | "u" [0-9a-f]{2} ) ){0,3} "\"" ( "," [a-cé]{1,30} )*
+)G";
+
+const char* kBoundedUtf8Grammar = R"G(
+root ::= [α-ω]{2,5} "!" | "é"{1,9} [a-c]{0,2}
+)G";
+
 std::shared_ptr<const VocabIndex> hand_vocab() {
   std::vector<std::string> t = {
       "",       // 0: control
@@ -212,6 +222,9 @@ std::vector<GrammarCase> cases() {
       {"json_char_rule", kJsonCharRuleGrammar, {R"({"a\nb": [1, -0.5, "\u00"], "é": {}})", "[ null ,true ]"}},
       {"exploding", kExplodingGrammar, {"aabc!", "aaaaaaaacbbbbbbb!"}},
       {"long_bound", kLongBoundGrammar, {"abc!", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa!", "éxéxéxéxéxéxéxéxéxéxéxé!"}},
+      {"bounded_string", kBoundedStringGrammar,
+       {"\"ab\"", "\"\\n\\u0a\"", "\"\",abc,ééé", "\"a\",abcabcabcabcabcabcabcabcabcabc"}},
+      {"bounded_utf8", kBoundedUtf8Grammar, {"αβ!", "αβγδε!", "ééé", "éééééééééab"}},
   };
 }
 
