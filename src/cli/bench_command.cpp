@@ -183,9 +183,14 @@ void add_bench_command(CLI::App& app) {
   auto concurrency = std::make_shared<ConcurrencyBenchArgs>();
   add_concurrency_options(*command, *concurrency);
   command->callback([args, concurrency] {
+    const ConcurrencyBenchArgs& c = *concurrency;
+    const bool serving_only = !c.grammar.empty() || !c.prompt_files.empty() || c.speculative.ngram ||
+                              !c.speculative.draft_model_path.empty();
     const Status status =
-        concurrency->concurrency > 0
-            ? run_concurrency_bench(args->model_path, args->backend, args->json, *concurrency)
+        c.concurrency > 0 ? run_concurrency_bench(args->model_path, args->backend, args->json, c)
+        : serving_only
+            ? invalid_argument("bench: output constraints, --prompt-file and speculative decoding "
+                               "apply to the serving benchmark (--concurrency N)")
             : bench(*args);
     if (!status.ok()) report_error(status.message());
   });
