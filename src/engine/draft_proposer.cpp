@@ -1,6 +1,7 @@
 #include "engine/draft_proposer.h"
 
 #include <algorithm>
+#include <chrono>
 #include <utility>
 
 #include "engine/sampler_stages.h"
@@ -127,7 +128,10 @@ Status DraftProposer::propose(SchedulerOutput& plan, Scheduler& scheduler, const
     }
     if (sequences_.empty()) break;
     n_tokens_run_ += static_cast<int64_t>(sequences_.size());
+    const auto pass_start = std::chrono::steady_clock::now();
     PAGODA_ASSIGN_OR_RETURN(logits, runner_.execute({}, sequences_));
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - pass_start).count();
+    pass_seconds_ = pass_seconds_ > 0.0 ? 0.8 * pass_seconds_ + 0.2 * seconds : seconds;
     int32_t row = 0;
     for (Request* request : proposing_) {
       if (request->draft_tokens.size() <= j) continue;

@@ -55,6 +55,9 @@ class DraftProposer {
   Status propose(SchedulerOutput& plan, Scheduler& scheduler, const kv::KvCacheManager& kv);
   std::span<const RequestId> dropped() const { return dropped_; }
   int64_t n_tokens_run() const { return n_tokens_run_; }  // by the draft model, since start
+  // Seconds of one pass that gives one proposal per request (a running average of the
+  // passes after the first, whose catch-up varies); 0 until one has run.
+  double pass_seconds() const { return pass_seconds_; }
 
  private:
   DraftProposer(std::unique_ptr<backend::KvStorage> storage, ModelRunner runner);
@@ -67,6 +70,7 @@ class DraftProposer {
   std::vector<Request*> proposing_;        // [requests with proposals to fill], in pass 1's order
   std::vector<RequestId> dropped_;         // [requests whose proposals the step lost]
   int64_t n_tokens_run_ = 0;
+  double pass_seconds_ = 0.0;
 };
 
 }  // namespace pagoda::engine

@@ -60,7 +60,7 @@ void EngineCore::propose_drafts(const SchedulerOutput& plan) {
   }
   if (candidates_.empty()) return;
   choose_draft_lengths(candidates_, scheduler_.n_running(), step_cost_,
-                       draft_ ? draft_pass_seconds_ : 0.0, draft_gains_);
+                       draft_ ? draft_->pass_seconds() : 0.0, draft_gains_);
   for (size_t i = 0; i < candidates_.size(); ++i) {
     Request& request = *candidate_requests_[i];
     const auto n_drafts = static_cast<size_t>(candidates_[i].chosen);

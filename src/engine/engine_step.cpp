@@ -1,6 +1,5 @@
 // EngineCore's step: schedule, run the batch, then turn each sampling request's logits
 // into its next token and output.
-#include <algorithm>
 #include <chrono>
 #include <utility>
 
@@ -46,14 +45,7 @@ bool EngineCore::step(std::vector<Delivery>& out) {
 
   if (draft_) {
     const Status drafted = draft_->propose(plan, scheduler_, kv_);
-    const double draft_seconds = seconds_between(scheduled, Clock::now());
-    timings_.draft += draft_seconds;
-    int32_t passes = 0;
-    for (const ScheduledRequest& entry : plan.scheduled) passes = std::max(passes, entry.n_draft_tokens);
-    if (passes > 0) {
-      const double pass = draft_seconds / passes;
-      draft_pass_seconds_ = draft_pass_seconds_ > 0.0 ? 0.8 * draft_pass_seconds_ + 0.2 * pass : pass;
-    }
+    timings_.draft += seconds_between(scheduled, Clock::now());
     if (!drafted.ok()) {
       fail_step(plan, drafted, out);
       return true;

@@ -90,6 +90,7 @@ Status Matmul::prepare(const TensorView& w, const TensorView& x, const TensorVie
   if (numerics_ == CpuNumerics::kReference && tile == nullptr) {  // F32 / F16: the reference's gemm, for batches
     tile = find_reference_float_tile(w.type, isa_, plan.n_in, plan.n_out, plan.n_tokens);
   }
+  if (numerics_ == CpuNumerics::kFast && tile == nullptr) tile = find_fast_float_tile(w.type, isa_, plan.n_in);
   if (schedule == MatmulSchedule::kTiled && tile == nullptr) {
     return unsupported("matmul: no tiled kernel for " + std::string(dtype_name(w.type)));
   }

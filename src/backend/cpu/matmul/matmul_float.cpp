@@ -19,4 +19,15 @@ const TileKernel* find_reference_float_tile(DType weight, Isa isa, int64_t n_in,
   }
 }
 
+const TileKernel* find_fast_float_tile(DType weight, Isa isa, int64_t n_in) {
+  static constexpr TileKernel kF32{avx2::gemm_f32_lanes16, false, false, false};
+  static constexpr TileKernel kF16{avx2::gemm_f16_lanes16, false, false, false};
+  if (isa == Isa::kScalar || n_in % kReferenceGemmLanes != 0) return nullptr;
+  switch (weight) {
+    case DType::F32: return &kF32;
+    case DType::F16: return &kF16;
+    default: return nullptr;
+  }
+}
+
 }  // namespace pagoda::backend::cpu

@@ -34,6 +34,12 @@ inline constexpr int64_t kReferenceGemmMinTokens = 2;
 const TileKernel* find_reference_float_tile(DType weight, Isa isa, int64_t n_in, int64_t n_out,
                                             int64_t n_tokens);
 
+// Under fast numerics, the same kernels for every number of tokens, one included (so that
+// a token's result does not depend on its batch): a weight chunk is widened once for
+// several tokens instead of once per token. nullptr where n_in % 16 != 0, the type is
+// not F32 or F16, or on the scalar ISA.
+const TileKernel* find_fast_float_tile(DType weight, Isa isa, int64_t n_in);
+
 namespace avx2 {
 // TileJob over F32 weights and F32 activations / F16 weights and F16 activations;
 // job.n_in a multiple of kReferenceGemmLanes; any number of rows and tokens.
