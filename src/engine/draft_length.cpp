@@ -61,14 +61,16 @@ Allocation allocate(std::span<DraftCandidate> candidates, std::span<const DraftG
   for (DraftCandidate& c : candidates) c.chosen = 0;
   Allocation step{static_cast<double>(base), cost.predict(base) + draft_seconds};
   int32_t rows = base;
+  double fixed = 0.0;  // the chosen candidates' fixed_seconds
   for (const DraftGain& g : gains) {
     DraftCandidate& c = candidates[static_cast<size_t>(g.candidate)];
     if (g.k > max_k || g.k != c.chosen + 1) continue;  // an earlier proposal of it was not worth a row
-    const double more_seconds = cost.predict(rows + 1) + draft_seconds;
+    const double more_seconds = cost.predict(rows + 1) + draft_seconds + fixed + (g.k == 1 ? c.fixed_seconds : 0.0);
     const bool worth = g.probe || step.seconds <= 0.0 || more_seconds <= 0.0 ||  // nothing measured yet
                        (step.tokens + g.gain) / more_seconds > step.rate();
     if (!worth) continue;
     c.chosen = g.k;
+    if (g.k == 1) fixed += c.fixed_seconds;
     step.tokens += g.gain;
     step.seconds = more_seconds;
     rows += 1;

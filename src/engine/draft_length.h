@@ -47,6 +47,11 @@ struct DraftCandidate {
   float acceptance = 0.0f;  // DraftLengthState::acceptance
   int32_t max_tokens = 0;   // proposals it has (or may have) for the step
   bool probe = false;       // verify one whatever it costs (the end of a wait)
+  // Seconds its first proposal adds to the step besides its row: a draft model's
+  // catch-up over the tokens it has not run for the request, spread over the steps the
+  // request is expected to have left, 16 at most (a one-time cost that only pays if
+  // speculating keeps paying); 0 for prompt lookup.
+  double fixed_seconds = 0.0;
   int32_t chosen = 0;       // set by choose_draft_lengths
 };
 

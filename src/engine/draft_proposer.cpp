@@ -106,8 +106,18 @@ Status DraftProposer::propose(SchedulerOutput& plan, Scheduler& scheduler, const
     proposing_.push_back(request);
   }
   if (sequences_.empty()) return {};
-  for (const RunnerSequence& sequence : sequences_) n_tokens_run_ += sequence.n_tokens;
+  int64_t first_pass_tokens = 0;
+  for (const RunnerSequence& sequence : sequences_) first_pass_tokens += sequence.n_tokens;
+  n_tokens_run_ += first_pass_tokens;
+  const auto first_pass_start = std::chrono::steady_clock::now();
   PAGODA_ASSIGN_OR_RETURN(StepLogits logits, runner_.execute({}, sequences_));
+  // A pass mostly of catch-up (several tokens a request) measures what a token of it costs.
+  if (first_pass_tokens >= 4 * static_cast<int64_t>(sequences_.size())) {
+    const double per_token = std::chrono::duration<double>(std::chrono::steady_clock::now() - first_pass_start).count() /
+                             static_cast<double>(first_pass_tokens);
+    catch_up_seconds_per_token_ =
+        catch_up_seconds_per_token_ > 0.0 ? 0.8 * catch_up_seconds_per_token_ + 0.2 * per_token : per_token;
+  }
   for (size_t i = 0; i < proposing_.size(); ++i) {
     PAGODA_TRY(choose(*proposing_[i], 0, logits.row(static_cast<int32_t>(i))));
   }

@@ -58,6 +58,9 @@ class DraftProposer {
   // Seconds of one pass that gives one proposal per request (a running average of the
   // passes after the first, whose catch-up varies); 0 until one has run.
   double pass_seconds() const { return pass_seconds_; }
+  // Seconds a token of catch-up costs (running average over first passes of several
+  // tokens a request); 0 until measured.
+  double catch_up_seconds_per_token() const { return catch_up_seconds_per_token_; }
 
  private:
   DraftProposer(std::unique_ptr<backend::KvStorage> storage, ModelRunner runner);
@@ -71,6 +74,7 @@ class DraftProposer {
   std::vector<RequestId> dropped_;         // [requests whose proposals the step lost]
   int64_t n_tokens_run_ = 0;
   double pass_seconds_ = 0.0;
+  double catch_up_seconds_per_token_ = 0.0;
 };
 
 }  // namespace pagoda::engine

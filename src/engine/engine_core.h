@@ -137,6 +137,9 @@ class EngineCore {
   // Speculative decoding: the next step's proposals of every request this step sampled
   // for that is still running (engine_speculation.cpp).
   void propose_drafts(const SchedulerOutput& plan);
+  // A draft model's catch-up for `request`, per step it is expected to have left
+  // (DraftCandidate::fixed_seconds); `room`: the tokens it may still generate.
+  double catch_up_charge(const Request& request, int32_t room) const;
   Delivery delivery(const Request& request, RequestOutput output) const;
 
   model::Model* model_;

@@ -16,6 +16,20 @@ constexpr int32_t kPendingDraftToken = -1;
 
 }  // namespace
 
+double EngineCore::catch_up_charge(const Request& request, int32_t room) const {
+  const int32_t lag = request.num_tokens() - 1 - request.draft_computed_tokens;
+  if (lag <= 1) return 0.0;
+  // Until the draft's catch-up is measured, the model's own cost of a prompt token
+  // stands in for it (a draft costs less: the charge errs on the safe side).
+  const int32_t big = config_.scheduler.max_batched_tokens;
+  const double per_token = draft_->catch_up_seconds_per_token() > 0.0 ? draft_->catch_up_seconds_per_token()
+                                                                      : step_cost_.predict(big) / big;
+  // Spread over the steps left, but no more than 16 of them: the catch-up must pay back
+  // soon, not in a distant future that a cost estimate off by a little would never reach.
+  const double steps_left = std::clamp(room / (1.0 + request.draft_length.acceptance), 1.0, 16.0);
+  return lag * per_token / steps_left;
+}
+
 void EngineCore::propose_drafts(const SchedulerOutput& plan) {
   if (!ngram_ && !draft_) return;
   const int32_t max_drafts = config_.speculative.max_draft_tokens();
@@ -29,9 +43,9 @@ void EngineCore::propose_drafts(const SchedulerOutput& plan) {
     request->draft_computed_tokens = std::min(request->draft_computed_tokens, request->num_computed_tokens);
     if (!request->speculative || request->num_computed_tokens != request->num_tokens() - 1) continue;
     // The last token sampled and every kept proposal must fit the context and max_tokens.
-    const int32_t room = std::min({max_drafts,
-                                   config_.scheduler.max_model_len - 1 - request->num_tokens(),
-                                   request->stop.max_tokens - request->n_generated() - 1});
+    const int32_t remaining = std::min(config_.scheduler.max_model_len - 1 - request->num_tokens(),
+                                       request->stop.max_tokens - request->n_generated() - 1);
+    const int32_t room = std::min(max_drafts, remaining);
     const bool adaptive = config_.speculative.adaptive;
     bool probe = false;
     int32_t available = adaptive ? draft_cap(request->draft_length, room, &probe) : room;
@@ -55,7 +69,8 @@ void EngineCore::propose_drafts(const SchedulerOutput& plan) {
     }
     candidates_.push_back({.acceptance = request->draft_length.acceptance,
                            .max_tokens = available,
-                           .probe = probe});
+                           .probe = probe,
+                           .fixed_seconds = draft_ ? catch_up_charge(*request, remaining) : 0.0});
     candidate_requests_.push_back(request);
   }
   if (candidates_.empty()) return;
