@@ -67,10 +67,14 @@ void EngineCore::propose_drafts(const SchedulerOutput& plan) {
       }
       continue;
     }
+    const double fixed_seconds = draft_ ? catch_up_charge(*request, remaining) : 0.0;
+    // A catch-up is weighed against a step of this many requests as measured, never
+    // against a guess from other sizes (a prompt step would make it look cheap).
+    if (fixed_seconds > 0.0 && !step_cost_.measured(scheduler_.n_running())) continue;
     candidates_.push_back({.acceptance = request->draft_length.acceptance,
                            .max_tokens = available,
                            .probe = probe,
-                           .fixed_seconds = draft_ ? catch_up_charge(*request, remaining) : 0.0});
+                           .fixed_seconds = fixed_seconds});
     candidate_requests_.push_back(request);
   }
   if (candidates_.empty()) return;

@@ -35,6 +35,10 @@ bool StepCostModel::known(size_t n_rows) const {
   return m.seconds >= 0.0 && passes_ - m.pass <= memory;
 }
 
+bool StepCostModel::measured(int32_t n_rows) const {
+  return n_rows > 0 && static_cast<size_t>(n_rows) < measures_.size() && known(static_cast<size_t>(n_rows));
+}
+
 double StepCostModel::predict(int32_t n_rows) const {
   const auto size = static_cast<std::ptrdiff_t>(measures_.size());
   const std::ptrdiff_t n = std::clamp<std::ptrdiff_t>(n_rows, 1, size - 1);

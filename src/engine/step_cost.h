@@ -30,6 +30,8 @@ class StepCostModel {
   // nearest one measured (flat: an unmeasured size is assumed no dearer, so that it
   // gets tried and measured). 0 when nothing is measured.
   double predict(int32_t n_rows) const;
+  // Whether passes of n_rows rows have a measure (not forgotten).
+  bool measured(int32_t n_rows) const;
 
  private:
   struct Measure {
