@@ -1,5 +1,6 @@
 #include "cli/generation_session.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <utility>
 
@@ -43,6 +44,15 @@ void print_timings(double load_seconds, const engine::GenerationTimings& t) {
       "load %.2f s | prompt %d tokens, %.1f tokens/s | generation %d tokens, %.1f tokens/s\n",
       load_seconds, t.n_prompt_tokens, t.prompt_tokens_per_second(), t.n_decoded,
       t.decode_tokens_per_second());
+}
+
+void print_speculation(const engine::EngineStats& stats) {
+  const engine::SchedulerStats& s = stats.scheduler;
+  if (s.n_draft_tokens == 0) return;
+  std::fprintf(stderr, "speculative: %lld proposals verified, %lld kept (%.1f%%), %.2f kept per verifying step\n",
+               static_cast<long long>(s.n_draft_tokens), static_cast<long long>(s.n_accepted_draft_tokens),
+               100.0 * static_cast<double>(s.n_accepted_draft_tokens) / static_cast<double>(s.n_draft_tokens),
+               static_cast<double>(s.n_accepted_draft_tokens) / static_cast<double>(std::max<int64_t>(s.n_speculative_steps, 1)));
 }
 
 }  // namespace pagoda::cli

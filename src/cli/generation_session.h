@@ -30,5 +30,7 @@ engine::EngineRequest generation_request(const GenerationArgs& args, const Gener
 // "load 0.12 s | prompt 9 tokens, 812.3 tokens/s | generation 128 tokens, 95.1 tokens/s"
 // on stderr.
 void print_timings(double load_seconds, const engine::GenerationTimings& timings);
+// With speculative decoding: the proposals verified and kept so far (stderr).
+void print_speculation(const engine::EngineStats& stats);
 
 }  // namespace pagoda::cli

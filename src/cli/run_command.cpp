@@ -56,6 +56,7 @@ Status run(const RunArgs& args) {
     std::fputc('\n', stdout);
   std::fflush(stdout);
   print_timings(session->loaded.load_seconds, result.timings);
+  print_speculation(session->session->stats());
   return Status::ok_status();
 }
 
