@@ -56,16 +56,13 @@ Json engine_json(const ConcurrencyRun& run) {
 // Proposals verified and kept, their share, and the kept ones per verifying step.
 Json speculative_json(const ConcurrencyRun& run) {
   const engine::SchedulerStats& s = run.engine.scheduler;
-  const double proposed = static_cast<double>(s.n_draft_tokens);
-  const double accepted = static_cast<double>(s.n_accepted_draft_tokens);
   return Json{{"method", run.speculative_method},
               {"draft_seconds", run.engine.timings.draft},
               {"proposed_tokens", s.n_draft_tokens},
               {"accepted_tokens", s.n_accepted_draft_tokens},
               {"verifying_steps", s.n_speculative_steps},
-              {"acceptance_rate", proposed > 0 ? accepted / proposed : 0.0},
-              {"mean_accepted_length",
-               s.n_speculative_steps > 0 ? accepted / static_cast<double>(s.n_speculative_steps) : 0.0}};
+              {"acceptance_rate", s.acceptance_rate()},
+              {"mean_accepted_length", s.mean_accepted_length()}};
 }
 
 void print_json(const ConcurrencyRun& run, const Latencies& l) {
@@ -141,13 +138,12 @@ void print_text(const ConcurrencyRun& run, const Latencies& l) {
       s.n_decode_steps > 0 ? s.timings.forward_decode * 1e3 / s.n_decode_steps : 0.0,
       s.timings.postprocess);
   if (run.speculative_method != "none") {
-    const Json spec = speculative_json(run);
     std::printf(
         "speculative: %s, %lld proposals verified, %lld kept (%.1f%%), %.2f kept per verifying "
         "step (%lld steps), draft passes %.3f s\n",
         run.speculative_method.c_str(), static_cast<long long>(s.scheduler.n_draft_tokens),
         static_cast<long long>(s.scheduler.n_accepted_draft_tokens),
-        spec["acceptance_rate"].get<double>() * 100.0, spec["mean_accepted_length"].get<double>(),
+        s.scheduler.acceptance_rate() * 100.0, s.scheduler.mean_accepted_length(),
         static_cast<long long>(s.scheduler.n_speculative_steps), s.timings.draft);
   }
 }

@@ -1,6 +1,5 @@
 #include "cli/generation_session.h"
 
-#include <algorithm>
 #include <cstdio>
 #include <utility>
 
@@ -51,8 +50,7 @@ void print_speculation(const engine::EngineStats& stats) {
   if (s.n_draft_tokens == 0) return;
   std::fprintf(stderr, "speculative: %lld proposals verified, %lld kept (%.1f%%), %.2f kept per verifying step\n",
                static_cast<long long>(s.n_draft_tokens), static_cast<long long>(s.n_accepted_draft_tokens),
-               100.0 * static_cast<double>(s.n_accepted_draft_tokens) / static_cast<double>(s.n_draft_tokens),
-               static_cast<double>(s.n_accepted_draft_tokens) / static_cast<double>(std::max<int64_t>(s.n_speculative_steps, 1)));
+               100.0 * s.acceptance_rate(), s.mean_accepted_length());
 }
 
 }  // namespace pagoda::cli

@@ -73,6 +73,16 @@ struct SchedulerStats {
   int64_t n_draft_tokens = 0;
   int64_t n_accepted_draft_tokens = 0;
   int64_t n_speculative_steps = 0;
+  // The kept share of the proposals verified, and proposals kept per verifying
+  // request-step (0 before any).
+  double acceptance_rate() const {
+    return n_draft_tokens > 0 ? static_cast<double>(n_accepted_draft_tokens) / static_cast<double>(n_draft_tokens) : 0.0;
+  }
+  double mean_accepted_length() const {
+    return n_speculative_steps > 0
+               ? static_cast<double>(n_accepted_draft_tokens) / static_cast<double>(n_speculative_steps)
+               : 0.0;
+  }
   // The prefix cache as admissions used it: one query per admission of a waiting
   // request (first admission or resume), not per lookup, since a request that cannot
   // get blocks is looked up again every step until it can.

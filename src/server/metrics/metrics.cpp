@@ -124,14 +124,10 @@ void ServerMetrics::render_engine(ExpositionWriter& out, const engine::EngineSta
              static_cast<double>(s.n_speculative_steps));
   out.single("pagoda_spec_decode_acceptance_ratio",
              "Kept share of the proposals verified since start (0 to 1).", MetricType::kGauge,
-             s.n_draft_tokens > 0 ? static_cast<double>(s.n_accepted_draft_tokens) /
-                                        static_cast<double>(s.n_draft_tokens)
-                                  : 0.0);
+             s.acceptance_rate());
   out.single("pagoda_spec_decode_mean_accepted_length",
              "Proposals kept per verifying request-step, since start.", MetricType::kGauge,
-             s.n_speculative_steps > 0 ? static_cast<double>(s.n_accepted_draft_tokens) /
-                                             static_cast<double>(s.n_speculative_steps)
-                                       : 0.0);
+             s.mean_accepted_length());
 }
 
 void ServerMetrics::render_process(ExpositionWriter& out) {
