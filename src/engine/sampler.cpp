@@ -18,11 +18,23 @@ std::mt19937 seeded_generator(const std::optional<uint64_t>& seed) {
   return std::mt19937(sequence);
 }
 
-Status no_finite_logit() {
+}  // namespace
+
+Status Sampler::no_finite_logit() {
   return invalid_argument("sampler: no token has a finite logit (all banned by the bias or the grammar, or NaN)");
 }
 
-}  // namespace
+Status Sampler::check_inputs(std::span<const float> logits, std::span<const uint32_t> allowed) const {
+  if (logits.size() != candidates_.size()) {
+    return invalid_argument("sampler: got " + std::to_string(logits.size()) +
+                            " logits for a vocabulary of " + std::to_string(n_vocab_));
+  }
+  if (!allowed.empty() && allowed.size() * 32 < logits.size()) {
+    return invalid_argument("sampler: a token mask of " + std::to_string(allowed.size()) +
+                            " words for a vocabulary of " + std::to_string(n_vocab_));
+  }
+  return {};
+}
 
 Expected<Sampler> Sampler::create(const SamplingParams& params, int32_t n_vocab) {
   if (n_vocab <= 0) return invalid_argument("sampler: vocabulary size must be positive");
@@ -75,14 +87,7 @@ std::span<const float> Sampler::apply_mask(std::span<const float> logits,
 
 Expected<SampledToken> Sampler::sample(std::span<const float> raw_logits,
                                        std::span<const uint32_t> allowed) {
-  if (raw_logits.size() != candidates_.size()) {
-    return invalid_argument("sampler: got " + std::to_string(raw_logits.size()) +
-                            " logits for a vocabulary of " + std::to_string(n_vocab_));
-  }
-  if (!allowed.empty() && allowed.size() * 32 < raw_logits.size()) {
-    return invalid_argument("sampler: a token mask of " + std::to_string(allowed.size()) +
-                            " words for a vocabulary of " + std::to_string(n_vocab_));
-  }
+  PAGODA_TRY(check_inputs(raw_logits, allowed));
   // The choice sees the masked logits; log-probabilities the raw ones.
   const std::span<const float> logits = allowed.empty() ? raw_logits : apply_mask(raw_logits, allowed);
   SampledToken result;

@@ -60,6 +60,9 @@ class Sampler {
 
  private:
   Sampler(const SamplingParams& params, int32_t n_vocab);
+  static Status no_finite_logit();
+  // A row of logits ([n_vocab]) and a mask (empty, or at least ceil(n_vocab / 32) words).
+  Status check_inputs(std::span<const float> logits, std::span<const uint32_t> allowed) const;
   CandidateList prepare_candidates(std::span<const float> logits);
   // The logits with -inf where `allowed` bans, in masked_.
   std::span<const float> apply_mask(std::span<const float> logits,

@@ -11,21 +11,15 @@ namespace pagoda::engine {
 
 Status Sampler::distribution(std::span<const float> raw_logits, std::span<const uint32_t> allowed,
                              std::span<float> probs) {
-  if (raw_logits.size() != candidates_.size() || probs.size() != candidates_.size()) {
+  PAGODA_TRY(check_inputs(raw_logits, allowed));
+  if (probs.size() != candidates_.size()) {
     return invalid_argument("sampler: a distribution of " + std::to_string(probs.size()) +
-                            " tokens from " + std::to_string(raw_logits.size()) +
-                            " logits for a vocabulary of " + std::to_string(n_vocab_));
-  }
-  if (!allowed.empty() && allowed.size() * 32 < raw_logits.size()) {
-    return invalid_argument("sampler: a token mask of " + std::to_string(allowed.size()) +
-                            " words for a vocabulary of " + std::to_string(n_vocab_));
+                            " tokens for a vocabulary of " + std::to_string(n_vocab_));
   }
   const std::span<const float> logits = allowed.empty() ? raw_logits : apply_mask(raw_logits, allowed);
   CandidateList list = prepare_candidates(logits);
   const size_t best = best_index(list);
-  if (!(list.items[best].logit > -INFINITY)) {
-    return invalid_argument("sampler: no token has a finite logit (all banned by the bias or the grammar, or NaN)");
-  }
+  if (!(list.items[best].logit > -INFINITY)) return no_finite_logit();
   std::fill(probs.begin(), probs.end(), 0.0f);
   if (params_.greedy()) {
     probs[static_cast<size_t>(list.items[best].token)] = 1.0f;
