@@ -31,6 +31,17 @@ DraftProposer::DraftProposer(std::unique_ptr<backend::KvStorage> storage, ModelR
 
 namespace {
 
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// A running average of timings, the first one taken as it is.
+void average_in(double& average, double seconds) {
+  average = average > 0.0 ? 0.8 * average + 0.2 * seconds : seconds;
+}
+
 // The draft's sampler of a sampled request: its temperature and truncation, nothing that
 // needs the request's history (the proposals' distribution may be anything: the rule
 // corrects for it), a generator of its own derived from the request's seed.
@@ -109,14 +120,11 @@ Status DraftProposer::propose(SchedulerOutput& plan, Scheduler& scheduler, const
   int64_t first_pass_tokens = 0;
   for (const RunnerSequence& sequence : sequences_) first_pass_tokens += sequence.n_tokens;
   n_tokens_run_ += first_pass_tokens;
-  const auto first_pass_start = std::chrono::steady_clock::now();
+  const Clock::time_point first_pass_start = Clock::now();
   PAGODA_ASSIGN_OR_RETURN(StepLogits logits, runner_.execute({}, sequences_));
   // A pass mostly of catch-up (several tokens a request) measures what a token of it costs.
   if (first_pass_tokens >= 4 * static_cast<int64_t>(sequences_.size())) {
-    const double per_token = std::chrono::duration<double>(std::chrono::steady_clock::now() - first_pass_start).count() /
-                             static_cast<double>(first_pass_tokens);
-    catch_up_seconds_per_token_ =
-        catch_up_seconds_per_token_ > 0.0 ? 0.8 * catch_up_seconds_per_token_ + 0.2 * per_token : per_token;
+    average_in(catch_up_seconds_per_token_, seconds_since(first_pass_start) / static_cast<double>(first_pass_tokens));
   }
   for (size_t i = 0; i < proposing_.size(); ++i) {
     PAGODA_TRY(choose(*proposing_[i], 0, logits.row(static_cast<int32_t>(i))));
@@ -138,10 +146,9 @@ Status DraftProposer::propose(SchedulerOutput& plan, Scheduler& scheduler, const
     }
     if (sequences_.empty()) break;
     n_tokens_run_ += static_cast<int64_t>(sequences_.size());
-    const auto pass_start = std::chrono::steady_clock::now();
+    const Clock::time_point pass_start = Clock::now();
     PAGODA_ASSIGN_OR_RETURN(logits, runner_.execute({}, sequences_));
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - pass_start).count();
-    pass_seconds_ = pass_seconds_ > 0.0 ? 0.8 * pass_seconds_ + 0.2 * seconds : seconds;
+    average_in(pass_seconds_, seconds_since(pass_start));
     int32_t row = 0;
     for (Request* request : proposing_) {
       if (request->draft_tokens.size() <= j) continue;

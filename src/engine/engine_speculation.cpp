@@ -1,9 +1,9 @@
 // EngineCore's proposals for speculative decoding: after a step, each request it sampled
 // for that still runs gets the next step's proposals, as many as are worth their rows
 // (draft_length.h: its acceptance, what a row costs as measured) and never past its
-// max_tokens or the context. Prompt
-// lookup writes them at once; a draft model gets placeholders, which the scheduler sizes
-// to its budget and the DraftProposer fills before the target's pass.
+// max_tokens or the context. Prompt lookup writes them at once; a draft model gets
+// placeholders, which the scheduler sizes to its budget and the DraftProposer fills
+// before the target's pass.
 #include <algorithm>
 
 #include "engine/engine_core.h"
@@ -13,6 +13,15 @@ namespace {
 
 // A draft model's proposal not made yet (never run: the DraftProposer replaces it).
 constexpr int32_t kPendingDraftToken = -1;
+
+// Leaves `n` proposals: the first n prompt lookup found, or n placeholders for a draft.
+void keep_drafts(Request& request, bool looked_up, int32_t n) {
+  if (looked_up) {
+    request.draft_tokens.resize(static_cast<size_t>(n));
+  } else {
+    request.draft_tokens.assign(static_cast<size_t>(n), kPendingDraftToken);
+  }
+}
 
 }  // namespace
 
@@ -33,6 +42,7 @@ double EngineCore::catch_up_charge(const Request& request, int32_t room) const {
 void EngineCore::propose_drafts(const SchedulerOutput& plan) {
   if (!ngram_ && !draft_) return;
   const int32_t max_drafts = config_.speculative.max_draft_tokens();
+  const bool adaptive = config_.speculative.adaptive;
   candidates_.clear();
   candidate_requests_.clear();
   for (const ScheduledRequest& entry : plan.scheduled) {
@@ -46,7 +56,6 @@ void EngineCore::propose_drafts(const SchedulerOutput& plan) {
     const int32_t remaining = std::min(config_.scheduler.max_model_len - 1 - request->num_tokens(),
                                        request->stop.max_tokens - request->n_generated() - 1);
     const int32_t room = std::min(max_drafts, remaining);
-    const bool adaptive = config_.speculative.adaptive;
     bool probe = false;
     int32_t available = adaptive ? draft_cap(request->draft_length, room, &probe) : room;
     if (available <= 0) continue;
@@ -59,12 +68,8 @@ void EngineCore::propose_drafts(const SchedulerOutput& plan) {
     // own_draft_length): its output then depends on its seed alone.
     const bool own = draft_ && !request->sampling.greedy() && request->sampling.seed.has_value();
     if (!adaptive || own) {
-      const int32_t n_drafts = !adaptive || probe ? available : own_draft_length(request->draft_length, available);
-      if (ngram_) {
-        request->draft_tokens.resize(static_cast<size_t>(n_drafts));
-      } else {
-        request->draft_tokens.assign(static_cast<size_t>(n_drafts), kPendingDraftToken);
-      }
+      keep_drafts(*request, ngram_.has_value(),
+                  !adaptive || probe ? available : own_draft_length(request->draft_length, available));
       continue;
     }
     const double fixed_seconds = draft_ ? catch_up_charge(*request, remaining) : 0.0;
@@ -81,13 +86,7 @@ void EngineCore::propose_drafts(const SchedulerOutput& plan) {
   choose_draft_lengths(candidates_, scheduler_.n_running(), step_cost_,
                        draft_ ? draft_->pass_seconds() : 0.0, draft_gains_);
   for (size_t i = 0; i < candidates_.size(); ++i) {
-    Request& request = *candidate_requests_[i];
-    const auto n_drafts = static_cast<size_t>(candidates_[i].chosen);
-    if (ngram_) {
-      request.draft_tokens.resize(n_drafts);
-    } else {
-      request.draft_tokens.assign(n_drafts, kPendingDraftToken);
-    }
+    keep_drafts(*candidate_requests_[i], ngram_.has_value(), candidates_[i].chosen);
   }
 }
 
