@@ -1,10 +1,8 @@
 #include "tools/random_model.h"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <cmath>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -15,8 +13,8 @@
 #include "backend/cpu/cpu_backend.h"
 #include "gguf/reader.h"
 #include "model/model.h"
-#include "temp_file.h"
 #include "test_data.h"
+#include "test_files.h"
 #include "tokenizer/tokenizer.h"
 
 namespace pagoda::engine {
@@ -24,7 +22,8 @@ namespace {
 
 using tools::RandomModelSpec;
 using tools::write_random_model;
-using testing::TempFile;
+using ::pagoda::testing::open_gguf_or_fail;
+using ::pagoda::testing::TempFile;
 
 const std::string kStories = pagoda::testing::model_path("stories260K.gguf");
 
@@ -41,12 +40,6 @@ RandomModelSpec tiny_spec(const std::string& architecture) {
   spec.weight_type = "q8_0";
   spec.n_threads = 2;
   return spec;
-}
-
-gguf::Reader open_or_fail(const std::string& path) {
-  Expected<gguf::Reader> reader = gguf::Reader::open(path);
-  EXPECT_TRUE(reader.ok()) << reader.status().message();
-  return std::move(reader).value();
 }
 
 DType type_of(const gguf::Reader& file, const std::string& tensor) {
@@ -97,7 +90,7 @@ TEST_P(EveryArchitecture, WritesAModelThatLoadsAndRuns) {
   TempFile out(GetParam() + ".gguf");
   const Status status = write_random_model(tiny_spec(GetParam()), nullptr, out.path());
   ASSERT_TRUE(status.ok()) << status.message();
-  const gguf::Reader file = open_or_fail(out.path());
+  const gguf::Reader file = open_gguf_or_fail(out.path());
   EXPECT_EQ(file.get_or<std::string>("general.architecture", ""), GetParam());
   EXPECT_EQ(type_of(file, "output_norm.weight"), DType::F32);
   EXPECT_EQ(type_of(file, "token_embd.weight"), DType::Q8_0);
@@ -116,7 +109,7 @@ TEST(RandomModel, KQuantMixAndFallbacksFollowLlamaQuantize) {
   spec.weight_type = "q4_K_M";
   TempFile out("mix.gguf");
   ASSERT_TRUE(write_random_model(spec, nullptr, out.path()).ok());
-  const gguf::Reader file = open_or_fail(out.path());
+  const gguf::Reader file = open_gguf_or_fail(out.path());
   EXPECT_EQ(file.get_int("general.file_type").value(), 15);
   EXPECT_EQ(type_of(file, "token_embd.weight"), DType::Q4_K);
   EXPECT_EQ(type_of(file, "output.weight"), DType::Q6_K);
@@ -134,7 +127,7 @@ TEST(RandomModel, RowsThatFitNoBlockFallBackToF16) {
   spec.n_ff = 100;  // not a multiple of 32
   TempFile out("f16.gguf");
   ASSERT_TRUE(write_random_model(spec, nullptr, out.path()).ok());
-  const gguf::Reader file = open_or_fail(out.path());
+  const gguf::Reader file = open_gguf_or_fail(out.path());
   EXPECT_EQ(type_of(file, "blk.0.ffn_down.weight"), DType::F16);
   EXPECT_EQ(type_of(file, "blk.0.ffn_up.weight"), DType::Q8_0);
 }
@@ -155,13 +148,13 @@ TEST(RandomModel, TheSameSeedWritesTheSameBytesWhateverTheThreads) {
 }
 
 TEST(RandomModel, CopiesTheTokenizerOfAnotherFile) {
-  const gguf::Reader source = open_or_fail(kStories);
+  const gguf::Reader source = open_gguf_or_fail(kStories);
   RandomModelSpec spec = tiny_spec("llama");
   spec.n_vocab = 0;  // the tokenizer's
   TempFile out("tok.gguf");
   const Status status = write_random_model(spec, &source, out.path());
   ASSERT_TRUE(status.ok()) << status.message();
-  const gguf::Reader file = open_or_fail(out.path());
+  const gguf::Reader file = open_gguf_or_fail(out.path());
   for (const auto& [key, value] : source.metadata()) {
     if (!key.starts_with("tokenizer.")) continue;
     const gguf::Value* copied = file.find(key);
@@ -177,7 +170,7 @@ TEST(RandomModel, CopiesTheTokenizerOfAnotherFile) {
 TEST(RandomModel, TheMadeUpVocabularyRoundTripsText) {
   TempFile out("vocab.gguf");
   ASSERT_TRUE(write_random_model(tiny_spec("llama"), nullptr, out.path()).ok());
-  const gguf::Reader file = open_or_fail(out.path());
+  const gguf::Reader file = open_gguf_or_fail(out.path());
   Expected<tokenizer::Tokenizer> tokenizer = tokenizer::Tokenizer::from_gguf(file);
   ASSERT_TRUE(tokenizer.ok()) << tokenizer.status().message();
   EXPECT_EQ(tokenizer->n_vocab(), 300);

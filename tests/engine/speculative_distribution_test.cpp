@@ -17,7 +17,6 @@
 #include "engine/draft_proposer.h"
 #include "engine_test_util.h"
 #include "speculative_test_util.h"
-#include "temp_file.h"
 #include "tools/random_model.h"
 
 namespace pagoda::engine {
@@ -90,17 +89,6 @@ class SpeculativeDistribution : public ::testing::Test {
     return config;
   }
 
-  std::unique_ptr<model::Model> load_draft(const std::string& path, std::unique_ptr<gguf::Reader>& file) {
-    Expected<gguf::Reader> reader = gguf::Reader::open(path);
-    EXPECT_TRUE(reader.ok()) << reader.status().message();
-    if (!reader.ok()) return nullptr;
-    file = std::make_unique<gguf::Reader>(std::move(reader).value());
-    Expected<std::unique_ptr<model::Model>> model =
-        model::load_model(*file, *m_.backend, base_config().draft_load_options());
-    EXPECT_TRUE(model.ok()) << model.status().message();
-    return model.ok() ? std::move(model).value() : nullptr;
-  }
-
   // counts[i][token]: how often token i of the output was `token`.
   std::vector<std::map<int32_t, int>> draw(model::Model* draft, EngineStats* stats) {
     EngineConfig config = base_config();
@@ -135,23 +123,16 @@ TEST_F(SpeculativeDistribution, DrawnProposalsKeepTheModelsDistribution) {
   EngineStats plain_stats;
   const std::vector<std::map<int32_t, int>> plain = draw(nullptr, &plain_stats);
 
-  std::unique_ptr<gguf::Reader> quantized_file, random_file;
   testing::TempFile random_path("distribution_random_draft.gguf");
-  tools::RandomModelSpec spec;
-  spec.n_embd = 32;
-  spec.n_layer = 1;
-  spec.n_head = 2;
-  spec.n_ff = 64;
-  spec.n_ctx = 64;
-  spec.weight_type = "q8_0";
-  spec.n_threads = 1;
-  ASSERT_TRUE(tools::write_random_model(spec, m_.file.get(), random_path.path()).ok());
-  const std::unique_ptr<model::Model> quantized = load_draft(testing::model_path("stories260K-Q4_0.gguf"), quantized_file);
-  const std::unique_ptr<model::Model> random = load_draft(random_path.path(), random_file);
-  ASSERT_TRUE(quantized && random);
+  ASSERT_TRUE(tools::write_random_model(testing::tiny_random_model(64), m_.file.get(), random_path.path()).ok());
+  const model::LoadOptions draft_options = base_config().draft_load_options();
+  const testing::DraftModel quantized =
+      testing::load_draft_model(testing::model_path("stories260K-Q4_0.gguf"), *m_.backend, draft_options);
+  const testing::DraftModel random = testing::load_draft_model(random_path.path(), *m_.backend, draft_options);
+  ASSERT_TRUE(quantized.model && random.model);
 
-  for (model::Model* draft : {quantized.get(), random.get()}) {
-    SCOPED_TRACE(draft == quantized.get() ? "Q4_0 draft" : "random draft");
+  for (model::Model* draft : {quantized.model.get(), random.model.get()}) {
+    SCOPED_TRACE(draft == quantized.model.get() ? "Q4_0 draft" : "random draft");
     EngineStats stats;
     const std::vector<std::map<int32_t, int>> speculated = draw(draft, &stats);
     // The rule did run, and both ways: proposals kept and proposals replaced.

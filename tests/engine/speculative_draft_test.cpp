@@ -13,7 +13,6 @@
 #include "engine/draft_proposer.h"
 #include "engine_test_util.h"
 #include "speculative_test_util.h"
-#include "temp_file.h"
 #include "tokenizer/vocabulary_match.h"
 #include "tools/random_model.h"
 
@@ -21,47 +20,23 @@ namespace pagoda::engine {
 namespace {
 
 using testing::BatchedModel;
+using testing::DraftModel;
 using testing::expect_same;
 using testing::make_engine;
 using testing::Received;
 using testing::run_all;
 using testing::story_requests;
 
-struct Draft {
-  std::unique_ptr<gguf::Reader> file;
-  std::unique_ptr<model::Model> model;
-};
-
 class SpeculativeDraft : public ::testing::Test {
  protected:
   void SetUp() override {
     m_ = testing::load_batched_model("stories260K.gguf", config(SpeculativeMethod::kDraft, 1).load_options());
     ASSERT_TRUE(m_.model && m_.tokenizer);
-    quantized_ = load_draft(testing::model_path("stories260K-Q4_0.gguf"));
-    tools::RandomModelSpec spec;
-    spec.n_embd = 32;
-    spec.n_layer = 1;
-    spec.n_head = 2;
-    spec.n_ff = 64;
-    spec.n_ctx = 256;
-    spec.weight_type = "q8_0";
-    spec.n_threads = 1;
-    ASSERT_TRUE(tools::write_random_model(spec, m_.file.get(), random_file_.path()).ok());
-    random_ = load_draft(random_file_.path());
+    const model::LoadOptions draft_options = config(SpeculativeMethod::kDraft, 1).draft_load_options();
+    quantized_ = testing::load_draft_model(testing::model_path("stories260K-Q4_0.gguf"), *m_.backend, draft_options);
+    ASSERT_TRUE(tools::write_random_model(testing::tiny_random_model(256), m_.file.get(), random_file_.path()).ok());
+    random_ = testing::load_draft_model(random_file_.path(), *m_.backend, draft_options);
     ASSERT_TRUE(quantized_.model && random_.model);
-  }
-
-  Draft load_draft(const std::string& path) {
-    Draft draft;
-    Expected<gguf::Reader> reader = gguf::Reader::open(path);
-    EXPECT_TRUE(reader.ok()) << reader.status().message();
-    if (!reader.ok()) return draft;
-    draft.file = std::make_unique<gguf::Reader>(std::move(reader).value());
-    Expected<std::unique_ptr<model::Model>> model =
-        model::load_model(*draft.file, *m_.backend, config(SpeculativeMethod::kDraft, 1).draft_load_options());
-    EXPECT_TRUE(model.ok()) << model.status().message();
-    if (model.ok()) draft.model = std::move(model).value();
-    return draft;
   }
 
   // n_blocks blocks of the model's KV and, with a draft, the draft's.
@@ -91,7 +66,7 @@ class SpeculativeDraft : public ::testing::Test {
 
   BatchedModel m_;
   testing::TempFile random_file_{"random_draft.gguf"};
-  Draft quantized_, random_;
+  DraftModel quantized_, random_;
 };
 
 // Greedy requests get exactly the tokens of decoding without a draft; seeded sampled
@@ -101,7 +76,7 @@ TEST_F(SpeculativeDraft, GreedyOutputsAreThoseWithoutADraftAndSeedsReproduce) {
   const std::vector<EngineRequest> requests = story_requests(*m_.tokenizer);
   for (const int32_t n_blocks : {256, 24}) {  // 24: requests are preempted and recomputed
     const std::vector<Received> plain = run(config(SpeculativeMethod::kNone, n_blocks), nullptr, requests);
-    for (Draft* draft : {&quantized_, &random_}) {
+    for (DraftModel* draft : {&quantized_, &random_}) {
       const bool good_draft = draft == &quantized_;
       SCOPED_TRACE(std::string(good_draft ? "Q4_0 draft, " : "random draft, ") + std::to_string(n_blocks) + " blocks");
       const EngineConfig with_draft = config(SpeculativeMethod::kDraft, n_blocks, draft->model.get());
@@ -223,13 +198,8 @@ TEST_F(SpeculativeDraft, AVocabularyMismatchNamesTheFirstDifference) {
   EXPECT_TRUE(tokenizer::check_same_vocabulary(*m_.tokenizer, tokenizer_of(random_file_.path())).ok());
 
   // A made-up vocabulary of the same size: bytes first, like the model's, then words.
-  tools::RandomModelSpec spec;
-  spec.n_embd = 32;
-  spec.n_layer = 1;
-  spec.n_head = 2;
-  spec.n_ff = 64;
+  tools::RandomModelSpec spec = testing::tiny_random_model(256);
   spec.n_vocab = m_.tokenizer->n_vocab();
-  spec.n_threads = 1;
   testing::TempFile other("other_vocab.gguf");
   ASSERT_TRUE(tools::write_random_model(spec, nullptr, other.path()).ok());
   const tokenizer::Tokenizer made_up = tokenizer_of(other.path());

@@ -9,8 +9,45 @@
 #include <vector>
 
 #include "engine_test_util.h"
+#include "test_files.h"
+#include "tools/random_model.h"
 
 namespace pagoda::engine::testing {
+
+using ::pagoda::testing::TempFile;  // test_files.h
+
+// A draft model for speculative decoding, loaded on the model's backend.
+struct DraftModel {
+  std::unique_ptr<gguf::Reader> file;
+  std::unique_ptr<model::Model> model;  // null (and the test failed) when it did not load
+};
+
+inline DraftModel load_draft_model(const std::string& path, backend::Backend& backend,
+                                   const model::LoadOptions& options) {
+  DraftModel draft;
+  Expected<gguf::Reader> reader = gguf::Reader::open(path);
+  EXPECT_TRUE(reader.ok()) << reader.status().message();
+  if (!reader.ok()) return draft;
+  draft.file = std::make_unique<gguf::Reader>(std::move(reader).value());
+  Expected<std::unique_ptr<model::Model>> model = model::load_model(*draft.file, backend, options);
+  EXPECT_TRUE(model.ok()) << model.status().message();
+  if (model.ok()) draft.model = std::move(model).value();
+  return draft;
+}
+
+// A tiny random-weight model (one layer, 32 wide): given a tokenizer to write, a draft
+// that rarely agrees with the model.
+inline tools::RandomModelSpec tiny_random_model(int32_t n_ctx) {
+  tools::RandomModelSpec spec;
+  spec.n_embd = 32;
+  spec.n_layer = 1;
+  spec.n_head = 2;
+  spec.n_ff = 64;
+  spec.n_ctx = n_ctx;
+  spec.weight_type = "q8_0";
+  spec.n_threads = 1;
+  return spec;
+}
 
 constexpr int32_t kMaxModelLen = 256;
 

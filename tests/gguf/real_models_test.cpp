@@ -7,21 +7,17 @@
 
 #include "gguf/reader.h"
 #include "test_data.h"
+#include "test_files.h"
 
 namespace pagoda::gguf {
 namespace {
 
 using ::pagoda::testing::model_path;
+using ::pagoda::testing::open_gguf_or_fail;
 using ::pagoda::testing::reference_path;
 
-Reader open_or_fail(const std::string& path) {
-  Expected<Reader> reader = Reader::open(path);
-  EXPECT_TRUE(reader.ok()) << reader.status().message();
-  return reader.ok() ? std::move(reader).value() : Reader{};
-}
-
 TEST(RealModels, Stories260K) {
-  const Reader reader = open_or_fail(model_path("stories260K.gguf"));
+  const Reader reader = open_gguf_or_fail(model_path("stories260K.gguf"));
   EXPECT_EQ(reader.version(), 3u);
   EXPECT_EQ(reader.alignment(), 32u);
   EXPECT_EQ(reader.data_offset(), 14176u);
@@ -62,14 +58,14 @@ TEST(RealModels, Stories260K) {
 }
 
 TEST(RealModels, QuantizedStoriesKeepFfnDownInF16) {
-  const Reader reader = open_or_fail(model_path("stories260K-Q4_0.gguf"));
+  const Reader reader = open_gguf_or_fail(model_path("stories260K-Q4_0.gguf"));
   EXPECT_EQ(reader.find_tensor("blk.0.attn_q.weight")->type, DType::Q4_0);
   EXPECT_EQ(reader.find_tensor("blk.0.attn_q.weight")->n_bytes, 64u / 32 * 18 * 64);
   EXPECT_EQ(reader.find_tensor("blk.0.ffn_down.weight")->type, DType::F16);  // rows of 172
 }
 
 TEST(RealModels, QuantVectors) {
-  const Reader reader = open_or_fail(reference_path("quant/quant-vectors.gguf"));
+  const Reader reader = open_gguf_or_fail(reference_path("quant/quant-vectors.gguf"));
   EXPECT_EQ(reader.tensors().size(), 42u);  // 14 types x (src, q, deq)
   for (const char* type : {"f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "q2_K", "q3_K",
                            "q4_K", "q5_K", "q6_K", "iq4_nl", "iq4_xs"}) {
@@ -87,7 +83,7 @@ TEST(RealModels, QuantVectors) {
 
 // Its metadata names what it is, and its tensors lie inside it.
 void expect_well_formed(const std::string& path) {
-  const Reader reader = open_or_fail(path);
+  const Reader reader = open_gguf_or_fail(path);
   EXPECT_TRUE(reader.has("general.architecture") || reader.has("general.description")) << path;
   uint64_t data_bytes = 0;
   for (const TensorInfo& tensor : reader.tensors()) data_bytes += tensor.n_bytes;
@@ -128,7 +124,7 @@ INSTANTIATE_TEST_SUITE_P(RealModels, LargeModel,
                          });
 
 TEST(RealModels, VocabOnlyFileHasNoDataSection) {
-  const Reader reader = open_or_fail(reference_path("tokenizer/ggml-vocab-phi-3.gguf"));
+  const Reader reader = open_gguf_or_fail(reference_path("tokenizer/ggml-vocab-phi-3.gguf"));
   EXPECT_TRUE(reader.tensors().empty());
   EXPECT_EQ(reader.data_offset(), reader.bytes().size());  // 726019: ends unpadded
   EXPECT_EQ(reader.get_array<std::string>("tokenizer.ggml.tokens")->size(), 32064u);
@@ -139,7 +135,7 @@ TEST(RealModels, DefaultModel) {
   const std::string path =
       std::string(PAGODA_SOURCE_DIR) + "/models/SmolLM2-135M-Instruct.Q4_1.gguf";
   PAGODA_SKIP_IF_MISSING(path);
-  const Reader reader = open_or_fail(path);
+  const Reader reader = open_gguf_or_fail(path);
   EXPECT_EQ(*reader.get<std::string>("general.architecture"), "llama");
   EXPECT_EQ(*reader.get<uint32_t>("llama.block_count"), 30u);
   EXPECT_EQ(*reader.get<uint32_t>("llama.embedding_length"), 576u);

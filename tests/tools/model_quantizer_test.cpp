@@ -1,12 +1,9 @@
 #include "tools/model_quantizer.h"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
-#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <map>
@@ -21,6 +18,7 @@
 #include "quant/dequantize.h"
 #include "test_backend.h"
 #include "test_data.h"
+#include "test_files.h"
 #include "tokenizer/tokenizer.h"
 
 namespace pagoda::tools {
@@ -28,25 +26,8 @@ namespace {
 
 using ::pagoda::testing::model_path;
 
-// A file path in the test's temporary folder, removed when the test ends.
-class TempFile {
- public:
-  explicit TempFile(const std::string& name)
-      : path_((std::filesystem::temp_directory_path() /
-               ("pagoda_quantize_" + std::to_string(::getpid()) + "_" + name))
-                  .string()) {}
-  ~TempFile() { std::remove(path_.c_str()); }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
-gguf::Reader open_or_fail(const std::string& path) {
-  Expected<gguf::Reader> reader = gguf::Reader::open(path);
-  EXPECT_TRUE(reader.ok()) << reader.status().message();
-  return std::move(reader).value();
-}
+using ::pagoda::testing::open_gguf_or_fail;
+using ::pagoda::testing::TempFile;
 
 // `source` converted to `type` into `out`, read back.
 gguf::Reader quantize_or_fail(const gguf::Reader& source, const std::string& type,
@@ -55,7 +36,7 @@ gguf::Reader quantize_or_fail(const gguf::Reader& source, const std::string& typ
   EXPECT_TRUE(plan.ok()) << plan.status().message();
   const Status status = write_quantized_model(source, *plan, out.path(), n_threads);
   EXPECT_TRUE(status.ok()) << status.message();
-  return open_or_fail(out.path());
+  return open_gguf_or_fail(out.path());
 }
 
 std::vector<char> file_bytes(const std::string& path) {
@@ -129,7 +110,7 @@ std::map<std::string, DType> types_of(const gguf::Reader& file) {
 
 class QuantizeStories : public ::testing::Test {
  protected:
-  void SetUp() override { source_ = open_or_fail(model_path("stories260K.gguf")); }
+  void SetUp() override { source_ = open_gguf_or_fail(model_path("stories260K.gguf")); }
 
   // The output has the source's metadata (general.file_type and
   // general.quantization_version set), tensor names and shapes, and its values within
@@ -166,7 +147,7 @@ TEST_F(QuantizeStories, Q8_0PicksTheTypesLlamaQuantizePicks) {
   expect_same_model(output, 7);
   // Rows of 172 (ffn_down) fill no whole Q8_0 block: f16, as llama-quantize falls back;
   // the reference's own Q8_0 file has the same type for every tensor.
-  const gguf::Reader reference = open_or_fail(model_path("stories260K-Q8_0.gguf"));
+  const gguf::Reader reference = open_gguf_or_fail(model_path("stories260K-Q8_0.gguf"));
   EXPECT_EQ(types_of(output), types_of(reference));
   EXPECT_EQ(types_of(output).at("blk.2.ffn_down.weight"), DType::F16);
   EXPECT_EQ(types_of(output).at("blk.2.ffn_up.weight"), DType::Q8_0);
@@ -180,7 +161,7 @@ TEST_F(QuantizeStories, Q8_0AndF16TensorsAreByteIdenticalToTheReferenceFiles) {
     TempFile out(type + ".gguf");
     const gguf::Reader output = quantize_or_fail(source_, type, out);
     const gguf::Reader reference =
-        open_or_fail(model_path(type == "f16" ? "stories260K-F16.gguf" : "stories260K-Q8_0.gguf"));
+        open_gguf_or_fail(model_path(type == "f16" ? "stories260K-F16.gguf" : "stories260K-Q8_0.gguf"));
     for (const gguf::TensorInfo& tensor : output.tensors()) {
       const gguf::TensorInfo* want = reference.find_tensor(tensor.name);
       ASSERT_NE(want, nullptr) << tensor.name;
@@ -251,7 +232,7 @@ TEST_F(QuantizeStories, PlanCountsTheBytesBeforeAndAfter) {
   uint64_t source_bytes = 0;
   for (const gguf::TensorInfo& tensor : source_.tensors()) source_bytes += tensor.n_bytes;
   EXPECT_EQ(plan->source_bytes(), source_bytes);
-  const gguf::Reader reference = open_or_fail(model_path("stories260K-Q8_0.gguf"));
+  const gguf::Reader reference = open_gguf_or_fail(model_path("stories260K-Q8_0.gguf"));
   uint64_t reference_bytes = 0;
   for (const gguf::TensorInfo& tensor : reference.tensors()) reference_bytes += tensor.n_bytes;
   EXPECT_EQ(plan->target_bytes(), reference_bytes);
@@ -269,13 +250,13 @@ TEST_F(QuantizeStories, AnUnknownTypeListsTheValidOnes) {
 }
 
 TEST(QuantizeModel, RequantizingAQuantizedFileWorksAndSaysSo) {
-  const gguf::Reader source = open_or_fail(model_path("stories260K-Q8_0.gguf"));
+  const gguf::Reader source = open_gguf_or_fail(model_path("stories260K-Q8_0.gguf"));
   const Expected<QuantizationPlan> plan = plan_quantization(source, "q4_0");
   ASSERT_TRUE(plan.ok()) << plan.status().message();
   EXPECT_TRUE(plan->requantizes);
   TempFile out("requantized.gguf");
   ASSERT_TRUE(write_quantized_model(source, *plan, out.path(), 2).ok());
-  const gguf::Reader output = open_or_fail(out.path());
+  const gguf::Reader output = open_gguf_or_fail(out.path());
   ASSERT_EQ(output.tensors().size(), source.tensors().size());
   for (size_t i = 0; i < source.tensors().size(); ++i) {
     const gguf::TensorInfo& from = source.tensors()[i];
@@ -294,12 +275,12 @@ TEST(QuantizeModel, RequantizingAQuantizedFileWorksAndSaysSo) {
 }
 
 TEST(QuantizeModel, AFloatSourceIsNotARequantization) {
-  const gguf::Reader source = open_or_fail(model_path("stories260K-F16.gguf"));
+  const gguf::Reader source = open_gguf_or_fail(model_path("stories260K-F16.gguf"));
   const Expected<QuantizationPlan> to_q4 = plan_quantization(source, "q4_0");
   ASSERT_TRUE(to_q4.ok());
   EXPECT_FALSE(to_q4->requantizes);
   // A quantized file back to f16 is dequantized only: nothing more is lost.
-  const gguf::Reader quantized = open_or_fail(model_path("stories260K-Q8_0.gguf"));
+  const gguf::Reader quantized = open_gguf_or_fail(model_path("stories260K-Q8_0.gguf"));
   const Expected<QuantizationPlan> to_f16 = plan_quantization(quantized, "f16");
   ASSERT_TRUE(to_f16.ok());
   EXPECT_FALSE(to_f16->requantizes);
@@ -326,13 +307,13 @@ TEST(QuantizeModel, AMatrixOfATypeWithNoDequantizerIsOneClearError) {
 TEST(QuantizeModel, Gpt2FromQ8_0ToQ4_K_MFollowsTheMix) {
   const std::string path = model_path("rand-gpt2-Q8_0.gguf");
   PAGODA_SKIP_IF_MISSING(path);
-  const gguf::Reader source = open_or_fail(path);
+  const gguf::Reader source = open_gguf_or_fail(path);
   const Expected<QuantizationPlan> plan = plan_quantization(source, "q4_K_M");
   ASSERT_TRUE(plan.ok()) << plan.status().message();
   EXPECT_TRUE(plan->requantizes);
   TempFile out("gpt2.gguf");
   ASSERT_TRUE(write_quantized_model(source, *plan, out.path(), 2).ok());
-  const gguf::Reader output = open_or_fail(out.path());
+  const gguf::Reader output = open_gguf_or_fail(out.path());
   const std::map<std::string, DType> types = types_of(output);
   EXPECT_EQ(types.at("token_embd.weight"), DType::Q4_K);
   EXPECT_EQ(types.at("output.weight"), DType::Q6_K);
@@ -360,7 +341,7 @@ TEST(QuantizeModel, Gpt2FromQ8_0ToQ4_K_MFollowsTheMix) {
 
 // The greedy tokens of a model file from BOS through the engine.
 std::vector<int32_t> greedy_tokens(const std::string& path, int32_t n_tokens) {
-  const gguf::Reader file = open_or_fail(path);
+  const gguf::Reader file = open_gguf_or_fail(path);
   const std::unique_ptr<backend::Backend> backend = pagoda::testing::make_test_backend();
   if (!backend) return {};
   model::LoadOptions load;
@@ -389,7 +370,7 @@ std::vector<int32_t> greedy_tokens(const std::string& path, int32_t n_tokens) {
 }
 
 TEST(QuantizeModel, Q8_0OutputGeneratesWhatTheReferenceQ8_0FileGenerates) {
-  const gguf::Reader source = open_or_fail(model_path("stories260K.gguf"));
+  const gguf::Reader source = open_gguf_or_fail(model_path("stories260K.gguf"));
   TempFile out("generate.gguf");
   quantize_or_fail(source, "q8_0", out);
   constexpr int32_t kTokens = 64;
@@ -400,7 +381,7 @@ TEST(QuantizeModel, Q8_0OutputGeneratesWhatTheReferenceQ8_0FileGenerates) {
 
 // A model quantized by the mix still loads and generates a full answer.
 TEST(QuantizeModel, Q4_K_MOutputLoadsAndGenerates) {
-  const gguf::Reader source = open_or_fail(model_path("stories260K.gguf"));
+  const gguf::Reader source = open_gguf_or_fail(model_path("stories260K.gguf"));
   TempFile out("generate_mix.gguf");
   quantize_or_fail(source, "q4_K_M", out);
   EXPECT_EQ(greedy_tokens(out.path(), 32).size(), 32u);
