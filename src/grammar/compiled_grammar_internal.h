@@ -14,6 +14,7 @@
 #include <memory>
 #include <vector>
 
+#include "core/mix64.h"
 #include "grammar/compiled_grammar.h"
 #include "grammar/matcher.h"
 
@@ -46,17 +47,6 @@ struct PositionTokens {
   std::vector<int32_t> uncertain;         // indices into VocabIndex::sorted_tokens(), ascending
   friend bool operator==(const PositionTokens&, const PositionTokens&) = default;
 };
-
-// A 64-bit finalizer (MurmurHash3's fmix64): every input bit reaches every output bit.
-// Hashes of stacks (pda.cpp) and position signatures (position_signature.h).
-inline uint64_t mix64(uint64_t h) {
-  h ^= h >> 33;
-  h *= 0xff51afd7ed558ccdULL;
-  h ^= h >> 33;
-  h *= 0xc4ceb9fe1a85ec53ULL;
-  h ^= h >> 33;
-  return h;
-}
 
 // Parent values below a stack's lowest node.
 constexpr int32_t kBottom = -1;  // the grammar's root: popping it ends the sentence

@@ -1,18 +1,9 @@
 #include "kv/block_hash.h"
 
+#include "core/mix64.h"
+
 namespace pagoda::kv {
 namespace {
-
-// Stafford's "Mix13" 64-bit finalizer, the one splitmix64 ends with: a bijection on
-// 64-bit words in which every output bit depends on every input bit.
-constexpr uint64_t mix64(uint64_t x) {
-  x ^= x >> 30;
-  x *= 0xbf58476d1ce4e5b9ull;
-  x ^= x >> 27;
-  x *= 0x94d049bb133111ebull;
-  x ^= x >> 31;
-  return x;
-}
 
 // Absorbs one 64-bit word into the running state. The added constant keeps a zero
 // state from staying zero on a zero word (mix64(0) == 0).
