@@ -12,7 +12,7 @@
 #include "cli/bench_concurrency_report.h"
 #include "cli/bench_report.h"
 #include "cli/loaded_model.h"
-#include "core/mapped_file.h"
+#include "core/text_file.h"
 #include "engine/engine.h"
 #include "tokenizer/chat_template.h"
 
@@ -131,16 +131,12 @@ std::vector<std::vector<int32_t>> make_prompts(const ConcurrencyBenchArgs& a,
 // Each file's text as one user message through the model's chat template.
 Expected<std::vector<std::vector<int32_t>>> file_prompts(const ConcurrencyBenchArgs& a,
                                                         const LoadedModel& loaded, size_t n) {
-  PAGODA_ASSIGN_OR_RETURN(const tokenizer::ChatTemplateChoice choice,
-                          tokenizer::chat_template_for_model(*loaded.file));
-  PAGODA_ASSIGN_OR_RETURN(const tokenizer::ChatTemplate chat, tokenizer::ChatTemplate::parse(choice.source));
+  PAGODA_ASSIGN_OR_RETURN(const tokenizer::ChatTemplate chat, model_chat_template(*loaded.file));
   std::vector<std::vector<int32_t>> rendered;
   for (const std::string& path : a.prompt_files) {
-    PAGODA_ASSIGN_OR_RETURN(const MappedFile file, MappedFile::open(path));
-    const std::span<const uint8_t> bytes = file.bytes();
     tokenizer::ChatMessage message;
     message.role = "user";
-    message.content = std::string(bytes.begin(), bytes.end());
+    PAGODA_ASSIGN_OR_RETURN(message.content, read_text_file(path));
     PAGODA_ASSIGN_OR_RETURN(
         const std::string text,
         chat.render(std::span(&message, 1), true, tokenizer::special_token_variables(*loaded.tokenizer)));

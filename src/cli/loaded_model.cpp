@@ -59,6 +59,22 @@ Expected<LoadedDraft> load_draft_model(const std::string& path, LoadedModel& tar
   return draft;
 }
 
+Expected<tokenizer::ChatTemplate> model_chat_template(const gguf::Reader& model_file) {
+  PAGODA_ASSIGN_OR_RETURN(const tokenizer::ChatTemplateChoice choice,
+                          tokenizer::chat_template_for_model(model_file));
+  Expected<tokenizer::ChatTemplate> parsed = tokenizer::ChatTemplate::parse(choice.source);
+  if (parsed) {
+    spdlog::info("chat template: {} ({} bytes{})", choice.name, choice.source.size(),
+                 choice.is_default ? ", the model has none" : ", the model's own");
+    return std::move(*parsed);
+  }
+  spdlog::warn(
+      "chat template: the model's {} does not parse ({}); using {} instead (give one "
+      "with --chat-template)",
+      choice.name, parsed.status().message(), tokenizer::kChatMLTemplateName);
+  return tokenizer::ChatTemplate::parse(tokenizer::kChatMLTemplate);
+}
+
 void log_to_stderr() {
   if (!spdlog::get("pagoda")) spdlog::set_default_logger(spdlog::stderr_color_mt("pagoda"));
 }

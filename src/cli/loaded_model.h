@@ -10,6 +10,7 @@
 #include "core/status.h"
 #include "gguf/reader.h"
 #include "model/model.h"
+#include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
 namespace pagoda::cli {
@@ -36,6 +37,10 @@ struct LoadedDraft {
 };
 Expected<LoadedDraft> load_draft_model(const std::string& path, LoadedModel& target,
                                        const model::LoadOptions& options);
+
+// The chat template a model renders with: its own (`tokenizer.chat_template`), ChatML
+// when it has none or ours cannot parse it; the choice is logged.
+Expected<tokenizer::ChatTemplate> model_chat_template(const gguf::Reader& model_file);
 
 // Sends the log to stderr, for the commands whose results go to stdout (run, chat,
 // bench): their output stays clean for pipes and for --json.

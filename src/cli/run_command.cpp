@@ -3,14 +3,13 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <fstream>
 #include <memory>
-#include <sstream>
 #include <string>
 
 #include "cli/commands.h"
 #include "cli/generation_args.h"
 #include "cli/generation_session.h"
+#include "core/text_file.h"
 
 namespace pagoda::cli {
 namespace {
@@ -23,12 +22,7 @@ struct RunArgs {
 
 Expected<std::string> read_prompt(const RunArgs& args) {
   if (args.prompt_file.empty()) return args.prompt;
-  std::ifstream in(args.prompt_file, std::ios::binary);
-  if (!in) return io_error(args.prompt_file + ": cannot open");
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) return io_error(args.prompt_file + ": cannot read");
-  return text.str();
+  return read_text_file(args.prompt_file);
 }
 
 Status run(const RunArgs& args) {

@@ -12,15 +12,14 @@
 #include <chrono>
 #include <csignal>
 #include <ctime>
-#include <fstream>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <thread>
 
 #include "cli/commands.h"
 #include "cli/loaded_model.h"
 #include "cli/serve_signals.h"
+#include "core/text_file.h"
 #include "engine/engine.h"
 #include "server/config/serve_config.h"
 #include "server/http/http_server.h"
@@ -47,14 +46,6 @@ server::HttpServerOptions http_options(const server::ServeConfig& config) {
   return options;
 }
 
-Expected<std::string> read_text_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return io_error(path + ": cannot open");
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) return io_error(path + ": cannot read");
-  return text.str();
-}
 
 // The template every conversation renders with: --chat-template's file, else the model's
 // own (ChatML when it has none, or when ours cannot parse it), chosen once and logged.
@@ -71,19 +62,7 @@ Expected<tokenizer::ChatTemplate> choose_chat_template(const server::ServeConfig
                  source.size());
     return std::move(*parsed);
   }
-  PAGODA_ASSIGN_OR_RETURN(const tokenizer::ChatTemplateChoice choice,
-                          tokenizer::chat_template_for_model(model_file));
-  Expected<tokenizer::ChatTemplate> parsed = tokenizer::ChatTemplate::parse(choice.source);
-  if (parsed) {
-    spdlog::info("chat template: {} ({} bytes{})", choice.name, choice.source.size(),
-                 choice.is_default ? ", the model has none" : ", the model's own");
-    return std::move(*parsed);
-  }
-  spdlog::warn(
-      "chat template: the model's {} does not parse ({}); using {} instead (give one "
-      "with --chat-template)",
-      choice.name, parsed.status().message(), tokenizer::kChatMLTemplateName);
-  return tokenizer::ChatTemplate::parse(tokenizer::kChatMLTemplate);
+  return model_chat_template(model_file);
 }
 
 Expected<server::ApiServiceOptions> service_options(const server::ServeConfig& config) {
