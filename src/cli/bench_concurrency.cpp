@@ -268,11 +268,24 @@ Status run_concurrency_bench(const std::string& model_path, const backend::Backe
   ConcurrencyBenchArgs a = given;
   if (a.num_requests == 0) a.num_requests = a.concurrency;
   if (a.max_running == 0) a.max_running = a.concurrency;
-  PAGODA_ASSIGN_OR_RETURN(const engine::EngineConfig config, engine_config_of(a));
+  PAGODA_ASSIGN_OR_RETURN(engine::EngineConfig config, engine_config_of(a));
   // Logs go to stderr, so that --json output stays one JSON object on stdout.
   log_to_stderr();
   PAGODA_ASSIGN_OR_RETURN(LoadedModel loaded,
                           load_model_file(model_path, backend, config.load_options(), true));
+  std::vector<std::vector<int32_t>> prompts;
+  if (a.prompt_files.empty()) {
+    prompts = make_prompts(a, *loaded.tokenizer, a.seed, static_cast<size_t>(a.num_requests));
+  } else {
+    // Real prompts set the context (and the warm-up's prompts) by the longest of them.
+    PAGODA_ASSIGN_OR_RETURN(prompts, file_prompts(a, loaded, static_cast<size_t>(a.num_requests)));
+    a.shared_prefix_len = 0;
+    a.prompt_len = 0;
+    for (const std::vector<int32_t>& prompt : prompts) {
+      a.prompt_len = std::max(a.prompt_len, static_cast<int>(prompt.size()));
+    }
+    config.scheduler.max_model_len = a.prompt_len + a.gen_len;
+  }
   RunTracker tracker(static_cast<size_t>(a.num_requests));  // outlives the engine's sinks
   LoadedDraft draft;
   if (config.speculative.method == engine::SpeculativeMethod::kDraft) {
@@ -288,12 +301,6 @@ Status run_concurrency_bench(const std::string& model_path, const backend::Backe
   const engine::EngineStats before = engine->stats();
 
   ConcurrencyRun run;
-  std::vector<std::vector<int32_t>> prompts;
-  if (a.prompt_files.empty()) {
-    prompts = make_prompts(a, *loaded.tokenizer, a.seed, static_cast<size_t>(a.num_requests));
-  } else {
-    PAGODA_ASSIGN_OR_RETURN(prompts, file_prompts(a, loaded, static_cast<size_t>(a.num_requests)));
-  }
   PAGODA_ASSIGN_OR_RETURN(run.seconds, drive(*engine, prompts, a, grammar, tracker));
   run.args = a;
   run.model = model_name(model_path, loaded);

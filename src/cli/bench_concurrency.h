@@ -45,7 +45,8 @@ struct ConcurrencyBenchArgs {
   GrammarArgs grammar;
   // Real prompts instead of random ones (--prompt-file, repeatable): each file's text is
   // one user message rendered through the model's chat template; request i takes file
-  // i % count and stops at its end-of-generation token or --gen-len.
+  // i % count and stops at its end-of-generation token or --gen-len. The longest sets
+  // prompt_len (and the context), in place of --prompt-len and --shared-prefix-len.
   std::vector<std::string> prompt_files;
   SpeculativeArgs speculative;
 };
