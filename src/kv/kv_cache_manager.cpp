@@ -185,10 +185,17 @@ void KvCacheManager::fork(RequestId parent, RequestId child) {
 void KvCacheManager::free(RequestId id) {
   const auto found = tables_.find(id);
   if (found == tables_.end()) return;
-  std::vector<BlockId>& blocks = found->second.blocks;
-  std::reverse(blocks.begin(), blocks.end());
-  pool_.release(blocks);
+  release_from(found->second, 0);
   tables_.erase(found);
+}
+
+void KvCacheManager::release_from(Table& table, size_t keep) {
+  const auto first = table.blocks.begin() + static_cast<std::ptrdiff_t>(keep);
+  std::reverse(first, table.blocks.end());  // the last block first
+  pool_.release(std::span<const BlockId>(table.blocks).subspan(keep));
+  table.blocks.resize(keep);
+  if (table.hashes.size() > keep) table.hashes.resize(keep);
+  // Copies queued into blocks now free (and holding no prefix) have nothing to keep.
   std::erase_if(copies_, [this](const BlockCopy& copy) {
     return pool_.ref_count(copy.dst) == 0 && !pool_.cached_hash(copy.dst);
   });
@@ -200,15 +207,7 @@ void KvCacheManager::truncate(RequestId id, int32_t n_tokens) {
   Table& table = found->second;
   const size_t block_size = static_cast<size_t>(pool_.block_size());
   const size_t keep = (static_cast<size_t>(std::max(n_tokens, 0)) + block_size - 1) / block_size;
-  if (table.blocks.size() <= keep) return;
-  std::vector<BlockId> cut(table.blocks.begin() + static_cast<std::ptrdiff_t>(keep), table.blocks.end());
-  std::reverse(cut.begin(), cut.end());
-  table.blocks.resize(keep);
-  if (table.hashes.size() > keep) table.hashes.resize(keep);
-  pool_.release(cut);
-  std::erase_if(copies_, [this](const BlockCopy& copy) {
-    return pool_.ref_count(copy.dst) == 0 && !pool_.cached_hash(copy.dst);
-  });
+  if (table.blocks.size() > keep) release_from(table, keep);
 }
 
 bool KvCacheManager::has(RequestId id) const { return tables_.contains(id); }

@@ -119,6 +119,8 @@ class KvCacheManager {
                             int32_t n_new) const;
   // Starts an empty table from a prefix hit: one more reference to each hit block.
   void take_hit(Table& table, const PrefixHit& hit);
+  // Returns the table's blocks from index `keep` on to the pool, the last first.
+  void release_from(Table& table, size_t keep);
   // Blocks a step must not write in place: shared ones, and cached ones (whose content
   // later hits rely on).
   bool needs_copy_before_write(BlockId block) const;

@@ -59,6 +59,25 @@ TEST(KvCacheManager, TableGrowsToCeilOfTokensOverBlockSize) {
   EXPECT_TRUE(kv.take_copies().empty());
 }
 
+// Speculative decoding wrote K/V for proposals past what it kept: the blocks past the
+// kept tokens go back, and cached blocks of the kept part stay cached.
+TEST(KvCacheManager, TruncateReturnsTheBlocksPastTheKeptTokens) {
+  KvCacheManager kv(10, 4);
+  ASSERT_TRUE(kv.allocate(1, 0, 14));  // tokens 0..13: blocks 0..3
+  kv.cache_full_blocks(1, counting(1, 14), 8, 0);  // blocks 0 and 1 cached
+  kv.truncate(1, 9);  // tokens 0..8 kept: blocks 0..2
+  EXPECT_EQ(table_of(kv, 1), (Ids{0, 1, 2}));
+  EXPECT_EQ(kv.n_free_blocks(), 7);
+  kv.truncate(1, 12);  // nothing past the table
+  kv.truncate(2, 0);   // unknown: ignored
+  EXPECT_EQ(table_of(kv, 1), (Ids{0, 1, 2}));
+  kv.truncate(1, 5);  // block 2 back; blocks 0 and 1 still found in the cache
+  EXPECT_EQ(table_of(kv, 1), (Ids{0, 1}));
+  kv.free(1);
+  EXPECT_EQ(kv.find_prefix(counting(1, 14), 0).n_tokens, 8);
+  EXPECT_EQ(kv.n_free_blocks(), 10);
+}
+
 TEST(KvCacheManager, RefusalChangesNothing) {
   KvCacheManager kv(4, 4);
   ASSERT_TRUE(kv.allocate(1, 0, 12));
