@@ -68,6 +68,9 @@ void add_mkmodel_command(CLI::App& app) {
                     "No output.weight: reuse the token embedding");
   command->add_option("--tokenizer", args->tokenizer_path,
                       "Copy the tokenizer from this GGUF file");
+  command->add_option("--control-token", s.control_tokens,
+                      "A control token at the end of the built-in vocabulary, such as "
+                      "[TOOL_CALLS] (repeat for more)");
   command->add_option("--seed", s.seed, "Seed of the weights")->capture_default_str();
   command->add_option("-t,--threads", s.n_threads, "Threads (0: one per physical core)")
       ->capture_default_str()

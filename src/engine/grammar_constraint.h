@@ -12,6 +12,7 @@
 // FinishReason::kStop; its end-of-generation tokens are allowed exactly when the
 // grammar can end there.
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -24,7 +25,11 @@ namespace pagoda::engine {
 
 struct GrammarConstraint {
   std::shared_ptr<const grammar::CompiledGrammar> grammar;  // never null
-  std::vector<std::string> triggers;  // empty: constrained from the first token
+  std::vector<std::string> triggers = {};  // empty: constrained from the first token
+  // Control tokens the grammar's vocabulary gives their text (make_vocab_index's
+  // text_tokens): the request's output shows them, so that its text is the bytes the
+  // grammar accepted and a tool call's marker reaches the parser.
+  std::vector<int32_t> shown_tokens = {};
 };
 
 }  // namespace pagoda::engine

@@ -28,8 +28,10 @@ Expected<RequestProcessor> RequestProcessor::create(RequestId id, std::span<cons
   std::optional<OutputGrammar> grammar;
   if (sampling.grammar) {
     PAGODA_ASSIGN_OR_RETURN(grammar, OutputGrammar::create(sampling.grammar, tokenizer.n_vocab()));
-    // The text must be the bytes the grammar accepted: no clean-up of spaces.
+    // The text must be the bytes the grammar accepted: no clean-up of spaces, and the
+    // control tokens it gives text shown.
     decode_options.clean_spaces = false;
+    decode_options.shown_tokens = sampling.grammar->shown_tokens;
   }
   tokenizer::StreamingDetokenizer detokenizer(tokenizer, decode_options);
   return RequestProcessor(id, static_cast<int32_t>(prompt.size()), std::move(sampler),

@@ -1,5 +1,7 @@
 #include "tokenizer/detokenizer.h"
 
+#include <algorithm>
+
 #include "core/unicode.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/vocab.h"
@@ -92,11 +94,22 @@ void move_valid_utf8(std::string& pending, std::string& out, bool final) {
   pending.erase(0, pos);
 }
 
+namespace {
+
+std::string_view piece_of(const Tokenizer& tokenizer, TokenId token, const DecodeOptions& options) {
+  const bool shown = options.special || std::find(options.shown_tokens.begin(),
+                                                  options.shown_tokens.end(),
+                                                  token) != options.shown_tokens.end();
+  return tokenizer.token_to_piece(token, shown);
+}
+
+}  // namespace
+
 std::string Tokenizer::decode(std::span<const TokenId> tokens, const DecodeOptions& options) const {
   std::string text;
   bool strip_space = options.strip_leading_space && vocab_->flags().add_space_prefix;
   for (TokenId token : tokens) {
-    std::string_view piece = token_to_piece(token, options.special);
+    std::string_view piece = piece_of(*this, token, options);
     if (strip_space && !piece.empty() && piece.front() == ' ') piece.remove_prefix(1);
     strip_space = false;  // only the first token, even when it shows nothing
     text += piece;
@@ -111,7 +124,7 @@ StreamingDetokenizer::StreamingDetokenizer(const Tokenizer& tokenizer, DecodeOpt
       clean_(options.clean_spaces && tokenizer.vocab().flags().clean_spaces) {}
 
 std::string StreamingDetokenizer::push(TokenId token) {
-  std::string_view piece = tokenizer_.token_to_piece(token, options_.special);
+  std::string_view piece = piece_of(tokenizer_, token, options_);
   if (first_token_ && options_.strip_leading_space && tokenizer_.add_space_prefix() && !piece.empty() &&
       piece.front() == ' ') {
     piece.remove_prefix(1);

@@ -30,6 +30,10 @@ class Vocab;
 struct DecodeOptions {
   // Show control and unknown tokens (<s>, <|im_end|>, ...) instead of hiding them.
   bool special = false;
+  // Control tokens shown as their text even when `special` is false: the markers a
+  // grammar lets the model write ([TOOL_CALLS], <|python_tag|>), whose text the output
+  // must hold for the grammar's bytes and the text to agree.
+  std::vector<TokenId> shown_tokens = {};
   // SentencePiece: drop the leading space of the first token (the space the encoder put
   // before the text). Set false when decoding tokens that continue earlier text.
   bool strip_leading_space = true;

@@ -81,6 +81,10 @@ Expected<std::vector<uint8_t>> random_tensor(const TensorPlan& tensor, DType typ
 // The vocabulary size the model must have: the tokenizer's when one is given.
 Expected<int32_t> vocab_size(const RandomModelSpec& spec, const gguf::Reader* tokenizer) {
   if (tokenizer == nullptr) return spec.n_vocab;
+  if (!spec.control_tokens.empty()) {
+    return invalid_argument("control tokens are added to the built-in vocabulary only, not to " +
+                            tokenizer->name() + "'s");
+  }
   PAGODA_ASSIGN_OR_RETURN(const int32_t n_vocab, tokenizer_vocab_size(*tokenizer));
   if (spec.n_vocab != 0 && spec.n_vocab != n_vocab) {
     return invalid_argument("vocabulary size " + std::to_string(spec.n_vocab) +
@@ -101,7 +105,7 @@ Status write_random_model(const RandomModelSpec& requested, const gguf::Reader* 
   gguf::Writer writer;
   PAGODA_TRY(write_model_metadata(writer, spec, scheme.file_type));
   PAGODA_TRY(tokenizer ? copy_tokenizer(*tokenizer, writer)
-                       : write_byte_vocab(writer, spec.n_vocab));
+                       : write_byte_vocab(writer, spec.n_vocab, spec.control_tokens));
 
   ThreadPool pool(spec.n_threads > 0 ? spec.n_threads : physical_core_count());
   const std::vector<TensorPlan> plan = plan_tensors(spec);

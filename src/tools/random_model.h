@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/dtype.h"
 #include "core/status.h"
@@ -33,6 +34,9 @@ struct RandomModelSpec {
   std::string weight_type = "f16";
   uint64_t seed = 1;
   int n_threads = 0;  // 0: one per physical core
+  // Built-in vocabulary only: control tokens at its last ids (a family's tool-call
+  // markers such as [TOOL_CALLS], to try them as a real vocabulary holds them).
+  std::vector<std::string> control_tokens;
 };
 
 // Writes the model to `path`. `tokenizer` (may be null) donates its tokenizer.* keys

@@ -46,11 +46,14 @@ Status copy_tokenizer(const gguf::Reader& from, gguf::Writer& to) {
   return Status::ok_status();
 }
 
-Status write_byte_vocab(gguf::Writer& to, int32_t n_vocab) {
-  if (n_vocab < kMinByteVocab) {
+Status write_byte_vocab(gguf::Writer& to, int32_t n_vocab,
+                        const std::vector<std::string>& control_tokens) {
+  const int32_t n_pieces = n_vocab - static_cast<int32_t>(control_tokens.size());
+  if (n_pieces < kMinByteVocab) {
     return invalid_argument("the built-in byte vocabulary needs at least " +
-                            std::to_string(kMinByteVocab) + " tokens, got " +
-                            std::to_string(n_vocab) + " (or give a tokenizer file)");
+                            std::to_string(kMinByteVocab) + " tokens besides its " +
+                            std::to_string(control_tokens.size()) + " control tokens, got " +
+                            std::to_string(n_vocab) + " in all (or give a tokenizer file)");
   }
   std::vector<std::string> tokens = {"<unk>", "<s>", "</s>"};
   std::vector<int32_t> types = {kUnknown, kControl, kControl};
@@ -60,14 +63,18 @@ Status write_byte_vocab(gguf::Writer& to, int32_t n_vocab) {
     tokens.emplace_back(text);
     types.push_back(kByte);
   }
-  for (int32_t i = 0; static_cast<int32_t>(tokens.size()) < n_vocab; ++i) {
+  for (int32_t i = 0; static_cast<int32_t>(tokens.size()) < n_pieces; ++i) {
     tokens.push_back(word_piece(i));
     types.push_back(kNormal);
+  }
+  for (const std::string& control : control_tokens) {
+    tokens.push_back(control);
+    types.push_back(kControl);
   }
   // Earlier pieces score higher, so shorter pieces win merges.
   std::vector<float> scores(tokens.size(), 0.0f);
   const size_t first_piece = 3 + 256;
-  for (size_t i = first_piece; i < scores.size(); ++i)
+  for (size_t i = first_piece; i < static_cast<size_t>(n_pieces); ++i)
     scores[i] = -static_cast<float>(i - first_piece);
   PAGODA_TRY(to.set_string("tokenizer.ggml.model", "llama"));
   PAGODA_TRY(to.set_string_array("tokenizer.ggml.tokens", tokens));

@@ -145,6 +145,38 @@ TEST_F(GrammarOutput, ALazyGrammarNeverTriggeredLeavesTheOutputFree) {
   EXPECT_EQ(result.finish, FinishReason::kLength);
 }
 
+TEST_F(GrammarOutput, ATextControlTokenTriggersAndIsShown) {
+  // <s> (id 1) stands in for a control-token call marker such as [TOOL_CALLS]: the
+  // vocabulary gives it its text, so the lazy grammar starts at it and the output shows it.
+  constexpr int32_t kMarker = 1;
+  ASSERT_TRUE(loaded_.tokenizer->is_control(kMarker));
+  const std::vector<int32_t> text_tokens = {kMarker, 2};
+  const auto vocab = make_vocab_index(*loaded_.tokenizer, text_tokens);
+  EXPECT_EQ(vocab->token_bytes(kMarker), "<s>");
+  EXPECT_EQ(vocab_->token_bytes(kMarker), "");
+  EXPECT_EQ(vocab->token_bytes(2), "");  // </s> ends generation: a stop token, never text
+  EXPECT_TRUE(vocab->is_stop_token(2));
+
+  EngineRequest r = request("", 20);
+  r.sampling.logit_bias = {{kMarker, 100.0f}};  // the model's first choice is the marker
+  auto marked = std::make_shared<GrammarConstraint>(
+      *compile_constraint(R"(root ::= "<s>" (" Zed" | " Kim") "!")", vocab, {"<s>"}));
+  marked->shown_tokens = {kMarker};
+  r.sampling.grammar = marked;
+  const GenerationResult result = generate(r);
+  ASSERT_FALSE(result.tokens.empty());
+  EXPECT_EQ(result.tokens[0], kMarker);
+  EXPECT_TRUE(result.text == "<s> Zed!" || result.text == "<s> Kim!") << result.text;
+  EXPECT_EQ(result.finish, FinishReason::kStop);
+
+  // Without the marker as text, the grammar never sees it and the output stays free.
+  EngineRequest hidden = r;
+  hidden.sampling.grammar = constraint(R"(root ::= "<s>" (" Zed" | " Kim") "!")", {"<s>"});
+  const GenerationResult free = generate(hidden);
+  EXPECT_EQ(free.text, "");
+  EXPECT_EQ(free.finish, FinishReason::kLength);
+}
+
 TEST_F(GrammarOutput, LogprobsAreTheRawModelsNotTheMasked) {
   EngineRequest free = request("Once upon a time, there was a little girl named", 1);
   free.sampling.logprobs = true;

@@ -181,6 +181,30 @@ TEST(RandomModel, TheMadeUpVocabularyRoundTripsText) {
   EXPECT_EQ(tokenizer->token_text(tokens[0]), "\u2581");  // the space piece, then bytes
 }
 
+TEST(RandomModel, ControlTokensTakeTheLastIds) {
+  RandomModelSpec spec = tiny_spec("llama");
+  spec.control_tokens = {"[TOOL_CALLS]", "<|python_tag|>"};
+  TempFile out("controls.gguf");
+  ASSERT_TRUE(write_random_model(spec, nullptr, out.path()).ok());
+  const gguf::Reader file = open_gguf_or_fail(out.path());
+  Expected<tokenizer::Tokenizer> tokenizer = tokenizer::Tokenizer::from_gguf(file);
+  ASSERT_TRUE(tokenizer.ok()) << tokenizer.status().message();
+  EXPECT_EQ(tokenizer->n_vocab(), 300);
+  EXPECT_EQ(tokenizer->find_token("[TOOL_CALLS]"), 298);
+  EXPECT_EQ(tokenizer->find_token("<|python_tag|>"), 299);
+  EXPECT_TRUE(tokenizer->is_control(298));
+  EXPECT_TRUE(tokenizer->is_control(299));
+  EXPECT_EQ(tokenizer->encode("[TOOL_CALLS]", false, /*parse_special=*/true),
+            std::vector<int32_t>{298});
+  EXPECT_EQ(tokenizer->decode(std::vector<int32_t>{298}), "");
+
+  const gguf::Reader source = open_gguf_or_fail(kStories);
+  spec.n_vocab = 0;
+  EXPECT_EQ(write_random_model(spec, &source, out.path()).message(),
+            "control tokens are added to the built-in vocabulary only, not to " + kStories +
+                "'s");
+}
+
 TEST(RandomModel, RejectsImpossibleShapes) {
   TempFile out("bad.gguf");
   RandomModelSpec spec = tiny_spec("mamba");

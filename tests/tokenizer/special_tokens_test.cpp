@@ -38,6 +38,23 @@ TEST(SpecialTokens, ControlTokensAreParsedOnlyWhenAsked) {
   EXPECT_EQ(gpt2.decode(std::vector<TokenId>{15496, 50256}, {.special = true}), "Hello<|endoftext|>");
 }
 
+TEST(SpecialTokens, ShownTokensAreTheOnlyControlTokensShown) {
+  const Tokenizer gpt2 = load_tokenizer(vocab_path("gpt-2"));
+  const std::vector<TokenId> ids = {50256, 15496, 50256};
+  DecodeOptions options;
+  options.shown_tokens = {50256};
+  EXPECT_EQ(gpt2.decode(ids, options), "<|endoftext|>Hello<|endoftext|>");
+  StreamingDetokenizer stream(gpt2, options);
+  std::string streamed;
+  for (const TokenId id : ids) streamed += stream.push(id);
+  EXPECT_EQ(streamed + stream.finish(), "<|endoftext|>Hello<|endoftext|>");
+
+  const Tokenizer spm = load_tokenizer(vocab_path("llama-spm"));
+  const TokenId hello = spm.find_token("\xE2\x96\x81Hello");
+  options.shown_tokens = {2};  // </s> shown, <s> not
+  EXPECT_EQ(spm.decode(std::vector<TokenId>{1, hello, 2}, options), " Hello</s>");
+}
+
 TEST(SpecialTokens, LongestSpecialTokenIsCutFirst) {
   const Tokenizer starcoder = load_tokenizer(vocab_path("starcoder"));
   const TokenId prefix = starcoder.find_token("<fim_prefix>");

@@ -45,8 +45,14 @@ ApiService::ApiService(engine::Engine& engine, const tokenizer::Tokenizer& token
       options_(std::move(options)),
       metrics_(metrics),
       prompts_(tokenizer, std::move(chat_template)),
-      grammars_(options_.grammar_vocab, options_.grammar_cache_size,
-                [&tokenizer] { return engine::make_vocab_index(tokenizer); }),
+      // Grammars are compiled against the vocabulary made at the first constrained
+      // request (a server that never constrains an output never pays for it), with the
+      // family's control-token call markers as text.
+      grammars_(nullptr, options_.grammar_cache_size,
+                [&tokenizer, markers = control_call_markers(tokenizer, prompts_.tool_family())] {
+                  return engine::make_vocab_index(tokenizer, markers);
+                },
+                control_call_markers(tokenizer, prompts_.tool_family())),
       rate_limiter_(options_.rate_limit_rpm) {}
 
 asio::awaitable<void> ApiService::handle(Exchange& exchange) {

@@ -61,10 +61,6 @@ struct ApiServiceOptions {
   int32_t max_priority_boost = 0;
   int32_t retry_after_seconds = 1;  // Retry-After of a 503 for a full queue
   bool log_prompts = false;         // access lines carry the prompt
-  // The vocabulary as grammars are compiled against (structured output, tool calls).
-  // Null: the service builds it from the tokenizer (engine::make_vocab_index) at the first
-  // constrained request.
-  std::shared_ptr<const grammar::VocabIndex> grammar_vocab;
   size_t grammar_cache_size = 64;  // compiled grammars kept, by GBNF text
   bool web_ui = true;               // serve the chat page at / (webui/web_assets.h)
   bool metrics = true;              // serve the Prometheus text

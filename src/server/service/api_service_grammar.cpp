@@ -99,10 +99,21 @@ ApiResult<std::optional<RequestGrammar>> request_grammar(const OutputFormat& for
       std::move((*grammar)->gbnf), std::move((*grammar)->triggers), "tools"});
 }
 
+std::vector<int32_t> control_call_markers(const tokenizer::Tokenizer& tokenizer,
+                                          tools::ToolFamily family) {
+  std::vector<int32_t> tokens;
+  for (const std::string_view marker : tools::call_markers(family)) {
+    const tokenizer::TokenId id = tokenizer.find_token(marker);
+    if (id != tokenizer::kNoToken && tokenizer.is_control(id)) tokens.push_back(id);
+  }
+  return tokens;
+}
+
 GrammarCache::GrammarCache(std::shared_ptr<const grammar::VocabIndex> vocab, size_t capacity,
-                           VocabSource make_vocab)
+                           VocabSource make_vocab, std::vector<int32_t> shown_tokens)
     : vocab_(std::move(vocab)),
       make_vocab_(std::move(make_vocab)),
+      shown_tokens_(std::move(shown_tokens)),
       capacity_(std::max<size_t>(capacity, 1)) {}
 
 std::shared_ptr<const grammar::VocabIndex> GrammarCache::vocab() {
@@ -131,6 +142,7 @@ ApiResult<std::shared_ptr<const engine::GrammarConstraint>> GrammarCache::constr
   auto constraint = std::make_shared<engine::GrammarConstraint>();
   constraint->grammar = std::move(*compiled);
   constraint->triggers = request.triggers;
+  constraint->shown_tokens = shown_tokens_;
   return std::shared_ptr<const engine::GrammarConstraint>(std::move(constraint));
 }
 

@@ -13,6 +13,7 @@
 // format's field): its rule names could clash with the tools' rules.
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <list>
 #include <memory>
@@ -28,6 +29,7 @@
 #include "server/openai/api_error.h"
 #include "server/openai/openai_request.h"
 #include "server/tools/tool_family.h"
+#include "tokenizer/tokenizer.h"
 
 namespace pagoda::server {
 
@@ -36,6 +38,11 @@ struct RequestGrammar {
   std::vector<std::string> triggers;  // empty: from the first token
   std::string param;                  // the field it came from, for compile errors
 };
+
+// The control tokens of a vocabulary that are the family's call markers
+// (tools::call_markers): grammars write them as text, and outputs show them.
+std::vector<int32_t> control_call_markers(const tokenizer::Tokenizer& tokenizer,
+                                          tools::ToolFamily family);
 
 // nullopt when nothing constrains the output. `tools` may be null (completions).
 ApiResult<std::optional<RequestGrammar>> request_grammar(const OutputFormat& format,
@@ -48,9 +55,11 @@ class GrammarCache {
  public:
   using VocabSource = std::function<std::shared_ptr<const grammar::VocabIndex>()>;
   // `vocab` null: `make_vocab` builds it at the first compile (a server that never
-  // constrains an output never pays for it).
+  // constrains an output never pays for it). `shown_tokens`: the control tokens the
+  // vocabulary gives their text (engine::make_vocab_index's text_tokens), which every
+  // constraint asks the request's output to show.
   GrammarCache(std::shared_ptr<const grammar::VocabIndex> vocab, size_t capacity,
-               VocabSource make_vocab = {});
+               VocabSource make_vocab = {}, std::vector<int32_t> shown_tokens = {});
 
   // The constraint for `request`: errors are 400s naming request.param ("the grammar is
   // not valid: line 1, column 5: ...").
@@ -67,6 +76,7 @@ class GrammarCache {
 
   std::shared_ptr<const grammar::VocabIndex> vocab_;  // guarded by mutex_
   VocabSource make_vocab_;
+  std::vector<int32_t> shown_tokens_;
   size_t capacity_;
   mutable std::mutex mutex_;
   std::list<std::pair<std::string, Compiled>> entries_;  // most recently used first

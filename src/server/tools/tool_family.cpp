@@ -1,7 +1,13 @@
 #include "server/tools/tool_family.h"
 
+#include <array>
+
 namespace pagoda::server::tools {
 namespace {
+
+constexpr std::array<std::string_view, 2> kHermesMarkers = {"<tool_call>", "</tool_call>"};
+constexpr std::array<std::string_view, 1> kLlamaMarkers = {"<|python_tag|>"};
+constexpr std::array<std::string_view, 1> kMistralMarkers = {"[TOOL_CALLS]"};
 
 bool contains(std::string_view text, std::string_view part) {
   return text.find(part) != std::string_view::npos;
@@ -34,6 +40,20 @@ ToolFamily detect_tool_family(std::string_view source) {
     return ToolFamily::kLlama3;
   }
   return ToolFamily::kGeneric;
+}
+
+std::span<const std::string_view> call_markers(ToolFamily family) {
+  switch (family) {
+    case ToolFamily::kHermes:
+      return kHermesMarkers;
+    case ToolFamily::kLlama3:
+      return kLlamaMarkers;
+    case ToolFamily::kMistral:
+      return kMistralMarkers;
+    case ToolFamily::kGeneric:
+      return {};
+  }
+  return {};
 }
 
 }  // namespace pagoda::server::tools

@@ -11,6 +11,7 @@
 //             and the model answers with one JSON object,
 //             {"tool_calls": [{"name": "f", "arguments": {..}}, ..]} or {"content": ".."}
 
+#include <span>
 #include <string_view>
 
 namespace pagoda::server::tools {
@@ -23,5 +24,11 @@ std::string_view tool_family_name(ToolFamily family);
 // The family a template's Jinja source writes calls in. A template that never reads
 // `tools` is kGeneric, whatever else it holds.
 ToolFamily detect_tool_family(std::string_view template_source);
+
+// The fixed strings of the family's call syntax that a vocabulary may hold as one token
+// ("<tool_call>", "</tool_call>", "<|python_tag|>", "[TOOL_CALLS]"). Where such a token is
+// a control token (Mistral's [TOOL_CALLS], Llama 3's <|python_tag|>), it must be shown
+// as text in the output of a request that may call, or the call is not seen.
+std::span<const std::string_view> call_markers(ToolFamily family);
 
 }  // namespace pagoda::server::tools

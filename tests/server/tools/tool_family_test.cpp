@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <string_view>
+#include <vector>
+
 #include "tool_test_util.h"
 
 namespace pagoda::server::tools {
@@ -48,6 +51,18 @@ TEST(ToolFamily, TemplatesWithoutACallSyntaxAreGeneric) {
   }
   // A template that names a syntax but never reads `tools` taught the model nothing.
   EXPECT_EQ(detect_tool_family("<tool_call>{{ messages }}"), ToolFamily::kGeneric);
+}
+
+TEST(ToolFamily, CallMarkersAreTheSyntaxsFixedStrings) {
+  using Markers = std::vector<std::string_view>;
+  auto markers = [](ToolFamily family) {
+    const auto span = call_markers(family);
+    return Markers(span.begin(), span.end());
+  };
+  EXPECT_EQ(markers(ToolFamily::kHermes), (Markers{"<tool_call>", "</tool_call>"}));
+  EXPECT_EQ(markers(ToolFamily::kLlama3), (Markers{"<|python_tag|>"}));
+  EXPECT_EQ(markers(ToolFamily::kMistral), (Markers{"[TOOL_CALLS]"}));
+  EXPECT_TRUE(markers(ToolFamily::kGeneric).empty());
 }
 
 }  // namespace
