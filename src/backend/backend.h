@@ -15,9 +15,11 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "backend/attention_batch.h"
 #include "backend/kv_storage.h"
+#include "backend/op_times.h"
 #include "backend/tensor.h"
 #include "core/status.h"
 
@@ -92,13 +94,20 @@ class Backend {
   // copies nothing.
   virtual void copy_kv_blocks(KvStorage& kv, std::span<const KvBlockCopy> copies) = 0;
   virtual void synchronize() = 0;
-  // Bytes per second (read plus written) of one large copy within the device's memory:
-  // the ceiling of memory-bound work such as decoding, for benchmarks to compare with.
-  // Takes a second or so and briefly 2 GiB of memory; nullopt where not measured.
-  virtual std::optional<double> measure_copy_bandwidth() { return std::nullopt; }
-  // The time each op took on the device since the backend was made, as a table, when it
-  // was made to profile its ops (CudaBackendOptions::profile_ops); empty otherwise.
-  virtual std::string op_profile() const { return {}; }
+  // The memory bandwidth memory-bound work such as decoding can reach, for benchmarks to
+  // compare with: the CPU's streaming read with its threads, a GPU's large copy (read
+  // plus written). Takes a second or so and briefly 1-2 GiB of memory; nullopt where not
+  // measured.
+  struct MemoryBandwidth {
+    double bytes_per_second = 0.0;
+    std::string method;  // how it was measured, e.g. "streaming read of 1 GiB, 2 threads"
+  };
+  virtual std::optional<MemoryBandwidth> measure_memory_bandwidth() { return std::nullopt; }
+  // The time each op took since the last reset_op_times() (or the backend's start), most
+  // first, when the backend was made to profile its ops (profile_ops in its options);
+  // empty otherwise. Call after synchronize().
+  virtual std::vector<OpTime> op_times() const { return {}; }
+  virtual void reset_op_times() {}
   // Ops report nothing as they run (like asynchronous device work). Returns the first
   // error an op met since the last call (a view of the wrong type or shape, an index out
   // of range, no memory for scratch), or ok, and clears it. A failed op leaves its

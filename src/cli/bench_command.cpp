@@ -1,8 +1,10 @@
-// pagoda bench -m FILE [-p 512] [-n 128] [-r 5] [--device D] [--threads N] [--json]:
+// pagoda bench -m FILE [-p 512] [-n 128] [-r 5] [--device D] [--threads N] [--json] [--profile]:
 // prompt processing and generation speed, measured as llama-bench measures them, through
 // the same engine as `serve` (engine/session.h). ppP runs P random tokens as one batch
 // into an empty cache; tgN generates N tokens one at a time from an empty cache. Each test runs once to warm up, then r times; the result is the
 // mean and standard deviation of the r speeds.
+// After tgN tests it measures the device's memory bandwidth and says what share of it
+// decoding reached (the weight bytes a step reads times tokens per second): the roofline.
 // With --concurrency N it runs the serving benchmark of bench_concurrency.h instead.
 #include <algorithm>
 #include <chrono>
@@ -16,6 +18,7 @@
 
 #include "cli/backend_args.h"
 #include "cli/bench_concurrency.h"
+#include "cli/bench_profile.h"
 #include "cli/bench_report.h"
 #include "cli/commands.h"
 #include "cli/loaded_model.h"
@@ -70,16 +73,28 @@ engine::EngineRequest bench_request(BenchContext& ctx, const BenchTest& test) {
   return request;
 }
 
-// Seconds of each of `repetitions` runs of a test, after one warm-up run.
-Expected<std::vector<double>> time_test(BenchContext& ctx, const BenchTest& test, int repetitions) {
+// Seconds of each of `repetitions` runs of a test, after one warm-up run. With
+// `profile`, prints where the timed runs' time went, per token (stderr).
+Expected<std::vector<double>> time_test(BenchContext& ctx, const BenchTest& test, int repetitions,
+                                        bool profile) {
   std::vector<double> seconds;
+  backend::Backend& backend = *ctx.loaded.backend;
   for (int run = -1; run < repetitions; ++run) {
+    if (run == 0) backend.reset_op_times();
     engine::EngineRequest request = bench_request(ctx, test);
     const auto start = std::chrono::steady_clock::now();
     PAGODA_TRY(ctx.session->generate(std::move(request), nullptr).status());
     if (run >= 0)
       seconds.push_back(
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  const std::vector<backend::OpTime> ops = backend.op_times();
+  if (profile && !ops.empty()) {
+    double wall = 0.0;
+    for (const double s : seconds) wall += s;
+    const double tokens = static_cast<double>(test.n_tokens()) * static_cast<double>(repetitions);
+    std::fprintf(stderr, "%s: time per token, %d runs:\n%s", test.name().c_str(), repetitions,
+                 format_op_profile(ops, tokens, wall).c_str());
   }
   return seconds;
 }
@@ -96,18 +111,20 @@ uint64_t decode_weight_bytes(const gguf::Reader& file) {
 }
 
 // On a device that can measure its memory bandwidth: how close decoding comes to it,
-// to stderr. tg_speeds: tokens per second of each tgN test.
+// to stderr and into the report. tg_speeds: tokens per second of each tgN test.
 void report_bandwidth_share(backend::Backend& backend, const gguf::Reader& file,
-                            const std::vector<std::pair<BenchTest, double>>& tg_speeds) {
-  const std::optional<double> bandwidth = backend.measure_copy_bandwidth();
+                            const std::vector<std::pair<BenchTest, double>>& tg_speeds,
+                            BenchReport& report) {
+  const std::optional<backend::Backend::MemoryBandwidth> bandwidth = backend.measure_memory_bandwidth();
   if (!bandwidth) return;
   const uint64_t bytes = decode_weight_bytes(file);
-  std::fprintf(stderr, "memory bandwidth: %.0f GB/s (1 GiB device copy, read + write); a decoding step reads %.1f MB of weights\n",
-               *bandwidth / 1e9, static_cast<double>(bytes) / 1e6);
+  report.set_roofline({bandwidth->bytes_per_second, bandwidth->method, bytes});
+  std::fprintf(stderr, "memory bandwidth: %.1f GB/s (%s); a decoding step reads %.1f MB of weights\n",
+               bandwidth->bytes_per_second / 1e9, bandwidth->method.c_str(), static_cast<double>(bytes) / 1e6);
   for (const auto& [test, speed] : tg_speeds) {
     const double achieved = speed * static_cast<double>(bytes);
-    std::fprintf(stderr, "%s: %.1f tokens/s = %.0f GB/s of weights, %.0f%% of the bandwidth\n", test.name().c_str(),
-                 speed, achieved / 1e9, 100.0 * achieved / *bandwidth);
+    std::fprintf(stderr, "%s: %.1f tokens/s = %.1f GB/s of weights, %.0f%% of the bandwidth\n", test.name().c_str(),
+                 speed, achieved / 1e9, 100.0 * achieved / bandwidth->bytes_per_second);
   }
 }
 
@@ -124,6 +141,7 @@ std::vector<BenchTest> tests_of(const BenchArgs& args) {
 
 Status bench(BenchArgs args) {
   args.backend.cuda.profile_ops = args.profile_ops;
+  args.backend.cpu.profile_ops = args.profile_ops;
   const std::vector<BenchTest> tests = tests_of(args);
   if (tests.empty()) return invalid_argument("no test to run: give -p or -n sizes above 0");
   int32_t longest = 1, largest_batch = 1;
@@ -146,7 +164,7 @@ Status bench(BenchArgs args) {
   std::vector<std::pair<BenchTest, double>> tg_speeds;
   for (const BenchTest& test : tests) {
     PAGODA_ASSIGN_OR_RETURN(const std::vector<double> seconds,
-                            time_test(ctx, test, args.repetitions));
+                            time_test(ctx, test, args.repetitions, args.profile_ops));
     report.add(test, seconds);
     if (test.n_gen > 0) {
       double total = 0.0;
@@ -154,10 +172,8 @@ Status bench(BenchArgs args) {
       tg_speeds.emplace_back(test, test.n_gen * static_cast<double>(seconds.size()) / total);
     }
   }
+  if (!tg_speeds.empty()) report_bandwidth_share(*ctx.loaded.backend, *ctx.loaded.file, tg_speeds, report);
   report.finish();
-  report_bandwidth_share(*ctx.loaded.backend, *ctx.loaded.file, tg_speeds);
-  const std::string profile = ctx.loaded.backend->op_profile();
-  if (!profile.empty()) std::fprintf(stderr, "device time per op, all runs:\n%s", profile.c_str());
   return Status::ok_status();
 }
 
@@ -178,8 +194,9 @@ void add_bench_command(CLI::App& app) {
       ->check(CLI::PositiveNumber);
   command->add_flag("--json", args->json, "Print the results as JSON");
   add_backend_options(*command, args->backend);
-  command->add_flag("--profile-ops", args->profile_ops,
-                    "Time each op on the GPU with CUDA events and print where the time went (stderr)");
+  command->add_flag("--profile,--profile-ops", args->profile_ops,
+                    "Time each op (on a GPU with CUDA events) and print, per test, where the time "
+                    "of a token went (stderr)");
   auto concurrency = std::make_shared<ConcurrencyBenchArgs>();
   add_concurrency_options(*command, *concurrency);
   command->callback([args, concurrency] {

@@ -197,6 +197,18 @@ void BenchReport::add(const BenchTest& test, const std::vector<double>& seconds)
 }
 
 void BenchReport::finish() {
+  if (json_ && roofline_) {
+    for (auto& result : results_) {
+      if (result["n_gen"].get<int>() == 0) continue;
+      const double gbs = result["avg_ts"].get<double>() *
+                         static_cast<double>(roofline_->weight_bytes_per_token) / 1e9;
+      result["bandwidth_gbs"] = roofline_->bandwidth / 1e9;
+      result["bandwidth_method"] = roofline_->method;
+      result["weight_bytes_per_token"] = roofline_->weight_bytes_per_token;
+      result["weight_gbs"] = gbs;
+      result["bandwidth_share"] = gbs * 1e9 / roofline_->bandwidth;
+    }
+  }
   // A path need not be UTF-8: invalid bytes become U+FFFD rather than an exception.
   if (json_) {
     std::printf(

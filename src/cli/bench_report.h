@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,11 +32,22 @@ struct ModelSummary {
 ModelSummary summarize_model(const gguf::Reader& file, const model::ModelConfig& config,
                              const std::string& path);
 
+// The memory bandwidth decoding is measured against (Backend::measure_memory_bandwidth)
+// and the weight bytes one decoding step reads.
+struct Roofline {
+  double bandwidth = 0.0;  // bytes per second
+  std::string method;      // how the bandwidth was measured
+  uint64_t weight_bytes_per_token = 0;
+};
+
 class BenchReport {
  public:
   BenchReport(ModelSummary model, std::string backend_description, int n_threads, bool json);
   // Records (and, for the table, prints) one test's timed runs.
   void add(const BenchTest& test, const std::vector<double>& seconds);
+  // JSON: each tgN object gains the roofline's figures (bandwidth_gbs, bandwidth_method,
+  // weight_bytes_per_token, weight_gbs, bandwidth_share).
+  void set_roofline(Roofline roofline) { roofline_ = std::move(roofline); }
   // Prints the JSON array; nothing for the table.
   void finish();
 
@@ -44,6 +56,7 @@ class BenchReport {
   std::string backend_description_;
   int n_threads_;
   bool json_;
+  std::optional<Roofline> roofline_;
   nlohmann::ordered_json results_ = nlohmann::ordered_json::array();  // llama-bench's field order
 };
 

@@ -1,6 +1,8 @@
-"""`pagoda bench --concurrency`: the serving benchmark's report counts exactly the
+"""`pagoda bench`: the serving benchmark's report (--concurrency) counts exactly the
 measured requests (not its warm-up), prefix sharing shows in it, and bad sizes are
-refused. Speed is not asserted here: the figures are the benchmark's to print."""
+refused; a tgN test reports its roofline (weight bytes per token, the share of the
+measured bandwidth) and, with --profile, where a token's time went. Speed is not
+asserted here: the figures are the benchmark's to print."""
 
 import json
 import subprocess
@@ -56,6 +58,29 @@ def test_shared_prefix_is_computed_once():
     check_equal(engine["prefilled_tokens"], 5 * 40 - 4 * 32, "prefilled tokens")
 
 
+def test_generation_reports_its_roofline_and_profile():
+    status, out, err = bench("-p", 0, "-n", 8, "-r", 1, "--profile")
+    check_equal(status, 0, f"exit status (stderr: {err})")
+    results = json.loads(out)
+    check_equal(len(results), 1, "tests")
+    tg = results[0]
+    check_equal(tg["test"], "tg8", "test")
+    # The default model's output projection is its token embedding: a step reads it all.
+    check_equal(tg["weight_bytes_per_token"], tg["model_size"], "weight bytes per token")
+    gbs = tg["avg_ts"] * tg["weight_bytes_per_token"] / 1e9
+    check(abs(tg["weight_gbs"] - gbs) <= 1e-9 * gbs, f"weight GB/s {tg['weight_gbs']} != {gbs}")
+    share = tg["weight_gbs"] / tg["bandwidth_gbs"]
+    check(abs(tg["bandwidth_share"] - share) <= 1e-9 * share, f"share {tg['bandwidth_share']}")
+    check_equal(tg["bandwidth_method"], "streaming read of 1 GiB, 2 threads", "bandwidth method")
+    # 8 tokens are 8 forward passes of the 30 layers: 30 of each layer's ops per token.
+    check("tg8: time per token, 1 runs:" in err, f"stderr: {err}")
+    rows = {line[:46].strip(): line[46:].split() for line in err.splitlines()}
+    check_equal(rows.get("matmul q4_1 576x[1536,1536]", [None])[0], "30.00", "gate/up calls per token")
+    check_equal(rows.get("attention", [None])[0], "30.00", "attention calls per token")
+    check_equal(rows.get("rms_norm", [None])[0], "61.00", "norms per token (2 a layer and the last)")
+    check("outside the ops (engine step, sampling)" in err, f"stderr: {err}")
+
+
 def test_bad_sizes_are_refused():
     status, out, err = bench("--concurrency", 2, "--gen-len", 0)
     check(status != 0, "--gen-len 0 was accepted")
@@ -67,5 +92,6 @@ if __name__ == "__main__":
     run_and_exit([
         test_counts_the_measured_requests_only,
         test_shared_prefix_is_computed_once,
+        test_generation_reports_its_roofline_and_profile,
         test_bad_sizes_are_refused,
     ])

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <cstring>
 #include <string>
 #include <utility>
@@ -11,6 +12,7 @@
 #include "backend/cpu/attention/kv_copy.h"
 #include "backend/cpu/attention/kv_storage_cpu.h"
 #include "backend/cpu/matmul/matmul.h"
+#include "backend/cpu/memory_probe.h"
 #include "backend/cpu/ops/ops.h"
 #include "backend/cpu/ops/rows.h"
 #include "core/thread_pool.h"
@@ -39,7 +41,8 @@ class CpuBackend final : public Backend {
         pool_(options.n_threads > 0 ? options.n_threads : physical_core_count()),
         matmul_(isa_, options.numerics, repacked_budget(options)),
         attention_(isa_, options.numerics),
-        rope_(isa_) {
+        rope_(isa_),
+        profile_(options.profile_ops) {
     matmul_.set_lookahead(&lookahead_);
     attention_.set_lookahead(&lookahead_);
   }
@@ -83,38 +86,62 @@ class CpuBackend final : public Backend {
   // Every op has finished when it returns. The forward pass is over: the next one plans
   // its own lookahead.
   void synchronize() override { lookahead_.clear(); }
+  std::optional<MemoryBandwidth> measure_memory_bandwidth() override {
+    constexpr size_t kProbeBytes = size_t{1} << 30;
+    const std::optional<double> rate = cpu::measure_read_bandwidth(pool_, kProbeBytes);
+    if (!rate) return std::nullopt;
+    return MemoryBandwidth{*rate, "streaming read of 1 GiB, " + std::to_string(pool_.size()) +
+                                      (pool_.size() == 1 ? " thread" : " threads")};
+  }
+  std::vector<OpTime> op_times() const override { return times_.sorted(); }
+  void reset_op_times() override { times_.clear(); }
   Status take_error() override { return std::exchange(error_, Status{}); }
 
   void get_rows(const TensorView& table, std::span<const int32_t> ids, const TensorView& out) override {
-    note(cpu::get_rows(pool_, table, ids, out));
+    timed([&] { return cpu::get_rows(pool_, table, ids, out); }, [] { return std::string("get_rows"); });
   }
   void matmul(const TensorView& w, const TensorView& x, const TensorView& y) override {
-    note(matmul_.run(pool_, w, x, y));
+    timed([&] { return matmul_.run(pool_, w, x, y); },
+          [&] { return "matmul " + weight_label(w, std::to_string(w.ne[1])); }, weight_bytes(w));
   }
   void matmuls(const TensorView& x, std::span<const MatmulTarget> targets) override {
-    note(matmul_.run_many(pool_, x, targets));
+    uint64_t bytes = 0;
+    for (const MatmulTarget& t : targets) bytes += weight_bytes(t.w);
+    timed([&] { return matmul_.run_many(pool_, x, targets); },
+          [&] {
+            std::string outs;
+            for (const MatmulTarget& t : targets) outs += (outs.empty() ? "[" : ",") + std::to_string(t.w.ne[1]);
+            return "matmul " + weight_label(targets.front().w, outs + "]");
+          },
+          bytes);
   }
-  void add_bias(const TensorView& y, const TensorView& bias) override { note(cpu::add_bias(pool_, y, bias)); }
+  void add_bias(const TensorView& y, const TensorView& bias) override {
+    timed([&] { return cpu::add_bias(pool_, y, bias); }, [] { return std::string("add_bias"); });
+  }
   void add(const TensorView& a, const TensorView& b, const TensorView& out) override {
-    note(cpu::add(pool_, a, b, out));
+    timed([&] { return cpu::add(pool_, a, b, out); }, [] { return std::string("add"); });
   }
   void rms_norm(const TensorView& x, const TensorView& weight, float eps, const TensorView& y) override {
-    note(cpu::rms_norm(pool_, isa_, x, weight, eps, y));
+    timed([&] { return cpu::rms_norm(pool_, isa_, x, weight, eps, y); }, [] { return std::string("rms_norm"); });
   }
   void layer_norm(const TensorView& x, const TensorView& weight, const TensorView& bias, float eps,
                   const TensorView& y) override {
-    note(cpu::layer_norm(pool_, x, weight, bias, eps, y));
+    timed([&] { return cpu::layer_norm(pool_, x, weight, bias, eps, y); },
+          [] { return std::string("layer_norm"); });
   }
   void rope(const TensorView& x, std::span<const int32_t> positions, const RopeParams& params) override {
-    note(rope_.run(pool_, x, positions, params));
+    timed([&] { return rope_.run(pool_, x, positions, params); }, [] { return std::string("rope"); });
   }
   void silu_mul(const TensorView& gate, const TensorView& up, const TensorView& out) override {
-    note(cpu::silu_mul(pool_, isa_, gate, up, out));
+    timed([&] { return cpu::silu_mul(pool_, isa_, gate, up, out); }, [] { return std::string("silu_mul"); });
   }
-  void gelu(const TensorView& x) override { note(cpu::gelu(pool_, x)); }
+  void gelu(const TensorView& x) override {
+    timed([&] { return cpu::gelu(pool_, x); }, [] { return std::string("gelu"); });
+  }
   void attention(const TensorView& q, const TensorView& k, const TensorView& v, KvStorage& kv,
                  int32_t layer, const AttentionBatch& batch, float scale, const TensorView& out) override {
-    note(attention_.run(pool_, q, k, v, kv, layer, batch, scale, out));
+    timed([&] { return attention_.run(pool_, q, k, v, kv, layer, batch, scale, out); },
+          [] { return std::string("attention"); });
   }
 
  private:
@@ -123,6 +150,22 @@ class CpuBackend final : public Backend {
   void note(Status status) {
     if (!status.ok() && error_.ok()) error_ = std::move(status);
   }
+  // Runs an op (run() returns its Status); when profiling, adds its time under name().
+  template <typename Run, typename Name>
+  void timed(Run&& run, Name&& name, uint64_t weight_bytes = 0) {
+    if (!profile_) return note(run());
+    const auto start = std::chrono::steady_clock::now();
+    note(run());
+    times_.add(name(), std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
+               weight_bytes);
+  }
+  static uint64_t weight_bytes(const TensorView& w) {
+    return static_cast<uint64_t>(pagoda::row_bytes(w.type, w.ne[0])) * static_cast<uint64_t>(w.n_rows());
+  }
+  // "q4_K 2048x8192": the weight's type, its input size and `outputs`.
+  static std::string weight_label(const TensorView& w, const std::string& outputs) {
+    return std::string(dtype_name(w.type)) + " " + std::to_string(w.ne[0]) + "x" + outputs;
+  }
 
   Isa isa_;
   ThreadPool pool_;
@@ -130,6 +173,8 @@ class CpuBackend final : public Backend {
   cpu::Matmul matmul_;
   cpu::Attention attention_;
   cpu::Rope rope_;
+  bool profile_;     // time every op into times_
+  OpTimes times_;
   Status error_;
 };
 

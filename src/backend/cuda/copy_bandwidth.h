@@ -1,7 +1,7 @@
 #pragma once
 // The device's memory bandwidth as one large device-to-device copy moves it (bytes read
 // plus bytes written per second): what memory-bound work such as decoding is measured
-// against (Backend::measure_copy_bandwidth).
+// against (Backend::measure_memory_bandwidth).
 
 #include <cuda_runtime_api.h>
 

@@ -102,8 +102,9 @@ class CudaBackend final : public Backend {
   }
   void copy_kv_blocks(KvStorage& kv, std::span<const KvBlockCopy> copies) override;
   void synchronize() override;
-  std::optional<double> measure_copy_bandwidth() override;
-  std::string op_profile() const override { return profile_.enabled() ? profile_.report() : std::string(); }
+  std::optional<MemoryBandwidth> measure_memory_bandwidth() override;
+  std::vector<OpTime> op_times() const override { return profile_.totals(); }
+  void reset_op_times() override { profile_.reset(); }
   Status take_error() override { return std::exchange(error_, Status{}); }
   Status health() const override { return usable(); }
 
@@ -403,9 +404,11 @@ void CudaBackend::attention(const TensorView& q, const TensorView& k, const Tens
          [] { return std::string("attention"); });
 }
 
-std::optional<double> CudaBackend::measure_copy_bandwidth() {
+std::optional<Backend::MemoryBandwidth> CudaBackend::measure_memory_bandwidth() {
   if (!ready()) return std::nullopt;
-  return cuda::measure_copy_bandwidth(stream_.stream);
+  const std::optional<double> bytes_per_second = cuda::measure_copy_bandwidth(stream_.stream);
+  if (!bytes_per_second) return std::nullopt;
+  return MemoryBandwidth{*bytes_per_second, "1 GiB device copy, read + write"};
 }
 
 }  // namespace

@@ -2,17 +2,17 @@
 // Per-op device time, for finding where a step's time goes (CudaBackendOptions::
 // profile_ops; `pagoda bench --device cuda --profile-ops`). Each op is bracketed by a pair
 // of CUDA events recorded on the stream; at synchronize() the elapsed times are read and
-// summed by op name (an op, and for a matmul its weight type and shape). The events are
+// summed by op name (an op, and for a matmul its weight type and shape: backend/op_times.h). The events are
 // created once, at the backend's start: a step allocates nothing, and a step with more
 // ops than events leaves the rest untimed (counted as such).
 
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
-#include <map>
 #include <string>
 #include <vector>
 
+#include "backend/op_times.h"
 #include "core/status.h"
 
 namespace pagoda::backend::cuda {
@@ -33,23 +33,19 @@ class OpProfile {
   void end(cudaStream_t stream, std::string name);
   // After the stream has been synchronized: adds the step's times to the totals.
   void collect();
-  // One line per op name, most time first: calls, total ms, mean us, share of the total.
-  std::string report() const;
+  // The totals since the start or the last reset(), most time first.
+  std::vector<OpTime> totals() const { return totals_.sorted(); }
+  void reset() { totals_.clear(); }
 
  private:
   struct Pair {
     cudaEvent_t start = nullptr, stop = nullptr;
   };
-  struct Total {
-    int64_t calls = 0;
-    double ms = 0.0;
-  };
   std::vector<Pair> pairs_;
   std::vector<std::string> names_;  // [ops recorded this step]
   size_t next_ = 0;                 // the pair of the op being recorded
   bool open_ = false;               // begin() without end() yet
-  int64_t untimed_ = 0;             // ops past the events of their step
-  std::map<std::string, Total> totals_;
+  OpTimes totals_;
 };
 
 }  // namespace pagoda::backend::cuda
