@@ -52,6 +52,9 @@ struct CpuBackendOptions {
   // (backend/cpu/matmul/matmul_repacked.h); kAutoRepackedBytes: an eighth of physical memory.
   static constexpr size_t kAutoRepackedBytes = ~size_t{0};
   size_t repacked_weight_bytes = kAutoRepackedBytes;
+  // Read the weights where the GGUF file is mapped instead of copying them onto huge
+  // pages (backend/cpu/weight_copies.h): less memory, slower decoding.
+  bool mmap_weights = false;
   // Time every op with the steady clock (Backend::op_times); costs two clock reads per op.
   bool profile_ops = false;
 };

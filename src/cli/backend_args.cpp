@@ -37,6 +37,9 @@ void add_backend_options(CLI::App& command, backend::BackendOptions& options) {
                     "its batch) or reference (llama.cpp's CPU rounding, reproducing its "
                     "log-probabilities; slower)",
                     "fast|reference=fast");
+  command.add_flag("--mmap", options.cpu.mmap_weights,
+                   "CPU: read the weights where the model file is mapped instead of copying them "
+                   "onto huge pages (less memory, slower decoding)");
   command
       .add_option("--gpu-memory-utilization", options.cuda.memory_utilization,
                   "Share of the GPU's memory for weights, KV cache and scratch together")

@@ -16,6 +16,7 @@
 #include <string>
 #include <string_view>
 
+#include "core/memory_info.h"
 #include "core/status.h"
 
 namespace pagoda::engine {
@@ -38,11 +39,6 @@ struct KvBlockPlan {
   uint64_t bytes = 0;       // n_blocks * block_bytes
   std::string description;  // where the budget came from, for the start-up log line
 };
-
-// The bytes after "MemAvailable:" in the text of /proc/meminfo (given in kB there).
-Expected<uint64_t> parse_mem_available(std::string_view meminfo);
-// MemAvailable of this machine, from /proc/meminfo.
-Expected<uint64_t> available_memory_bytes();
 
 // The block count for `budget`. available_bytes: MemAvailable, needed only when the
 // budget is a share of it. Fails when the budget is out of range or buys fewer than

@@ -1,5 +1,5 @@
-// The KV cache's size from a memory budget, MemAvailable parsing, and the engine
-// config's resolution against a model.
+// The KV cache's size from a memory budget, and the engine config's resolution against
+// a model.
 
 #include <gtest/gtest.h>
 
@@ -8,29 +8,6 @@
 
 namespace pagoda::engine {
 namespace {
-
-constexpr const char* kMeminfo =
-    "MemTotal:       24684092 kB\n"
-    "MemFree:        23108424 kB\n"
-    "MemAvailable:   24254540 kB\n"
-    "Buffers:            9240 kB\n";
-
-TEST(EngineKvBudget, ParsesMemAvailableInBytes) {
-  Expected<uint64_t> bytes = parse_mem_available(kMeminfo);
-  ASSERT_TRUE(bytes.ok()) << bytes.status().message();
-  EXPECT_EQ(*bytes, 24254540ull * 1024);
-  EXPECT_EQ(parse_mem_available("MemTotal: 5 kB\n").status().code(), ErrorCode::kNotFound);
-  EXPECT_EQ(parse_mem_available("MemAvailable: lots\n").status().code(), ErrorCode::kCorruptFile);
-  EXPECT_EQ(parse_mem_available("MemAvailable: 12 MB\n").status().code(), ErrorCode::kCorruptFile);
-  EXPECT_EQ(parse_mem_available("MemAvailable: 99999999999999999999 kB\n").status().code(),
-            ErrorCode::kCorruptFile);
-}
-
-TEST(EngineKvBudget, ThisMachineReportsAvailableMemory) {
-  Expected<uint64_t> bytes = available_memory_bytes();
-  ASSERT_TRUE(bytes.ok()) << bytes.status().message();
-  EXPECT_GT(*bytes, 0u);
-}
 
 KvMemoryBudget exactly(uint64_t bytes) {
   KvMemoryBudget budget;

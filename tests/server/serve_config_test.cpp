@@ -68,7 +68,7 @@ TEST(ServeConfig, EveryFlag) {
   const std::string tmpl = dir.write("chat.jinja", "{{ messages }}");
   const Expected<ServeConfig> config = Resolve{}(
       {"--model", kModel, "--served-model-name", "tiny", "--chat-template", tmpl, "--numerics",
-       "reference", "-t", "3", "--device", "cuda:1", "--gpu-memory-utilization", "0.75", "--batch-invariant", "--host", "0.0.0.0", "--port", "9001", "--io-threads", "4",
+       "reference", "--mmap", "-t", "3", "--device", "cuda:1", "--gpu-memory-utilization", "0.75", "--batch-invariant", "--host", "0.0.0.0", "--port", "9001", "--io-threads", "4",
        "--max-body-bytes", "16MiB", "--idle-timeout", "5", "--read-timeout", "7",
        "--max-connections", "50", "--no-webui", "--api-key", "sk-a", "--api-key", "sk-b", "--api-key-file", keys,
        "--cors-origin", "*", "--rate-limit-rpm", "120", "--max-queued", "9", "--shutdown-grace",
@@ -90,6 +90,7 @@ TEST(ServeConfig, EveryFlag) {
   EXPECT_FALSE(c.engine.speculative.adaptive);
   EXPECT_EQ(c.chat_template_file, tmpl);
   EXPECT_EQ(c.backend.cpu.numerics, backend::CpuNumerics::kReference);
+  EXPECT_TRUE(c.backend.cpu.mmap_weights);
   EXPECT_EQ(c.backend.cpu.n_threads, 3);
   EXPECT_EQ(c.backend.device.kind, backend::DeviceKind::kCuda);
   EXPECT_EQ(c.backend.device.index, 1);

@@ -13,6 +13,7 @@
 #include "backend/cpu/attention/kv_storage_cpu.h"
 #include "backend/cpu/matmul/matmul.h"
 #include "backend/cpu/memory_probe.h"
+#include "backend/cpu/weight_copies.h"
 #include "backend/cpu/ops/ops.h"
 #include "backend/cpu/ops/rows.h"
 #include "core/thread_pool.h"
@@ -42,6 +43,7 @@ class CpuBackend final : public Backend {
         matmul_(isa_, options.numerics, repacked_budget(options)),
         attention_(isa_, options.numerics),
         rope_(isa_),
+        weight_copies_(!options.mmap_weights),
         profile_(options.profile_ops) {
     matmul_.set_lookahead(&lookahead_);
     attention_.set_lookahead(&lookahead_);
@@ -56,12 +58,16 @@ class CpuBackend final : public Backend {
   Expected<std::unique_ptr<KvStorage>> allocate_kv(const KvCacheShape& shape) override {
     return cpu::CpuKvStorage::create(shape);
   }
-  // The weights stay in the mapped file; the matmuls may keep copies repacked.
+  // The weights are copied onto huge pages while they fit (weight_copies.h), else read
+  // where they are mapped; the matmuls may keep copies repacked.
   Expected<TensorView> upload_weight(const TensorView& host) override {
+    if (host.data == nullptr || host.n_elements() == 0) return host;
     size_t last = static_cast<size_t>(pagoda::row_bytes(host.type, host.ne[0]));
     for (int d = 1; d < 4; ++d) last += static_cast<size_t>(host.ne[d] - 1) * host.nb[d];
-    if (host.data != nullptr && host.n_elements() > 0) matmul_.add_weight(host.data, last);
-    return host;
+    TensorView view = host;
+    if (const void* copy = weight_copies_.copy(host.data, last)) view.data = const_cast<void*>(copy);
+    matmul_.add_weight(view.data, last);
+    return view;
   }
 
   void copy_to_host(const TensorView& src, void* dst) override {
@@ -173,6 +179,7 @@ class CpuBackend final : public Backend {
   cpu::Matmul matmul_;
   cpu::Attention attention_;
   cpu::Rope rope_;
+  cpu::WeightCopies weight_copies_;
   bool profile_;     // time every op into times_
   OpTimes times_;
   Status error_;

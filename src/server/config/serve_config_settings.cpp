@@ -156,6 +156,10 @@ const SettingSpec kSettings[] = {
     {"numerics", "", SettingKind::kText, "fast|reference", "fast", kModel,
      "fast: the fastest kernels, batch-invariant; reference: llama.cpp's CPU rounding (slower)",
      set_numerics},
+    {"mmap", "", SettingKind::kBool, "", "off", kModel,
+     "CPU: read the weights where the model file is mapped instead of copying them onto huge "
+     "pages (less memory, slower decoding)",
+     [](ServeConfig& c, const Values& v) { return set_bool(c.backend.cpu.mmap_weights, v); }},
     {"threads", "-t", SettingKind::kInteger, "INT", "0", kModel,
      "CPU threads for the forward pass (0: one per physical core)",
      [](ServeConfig& c, const Values& v) { return set_integer(c.backend.cpu.n_threads, v, 0, 1024); }},

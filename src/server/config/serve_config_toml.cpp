@@ -103,6 +103,7 @@ constexpr SectionKey kSectionKeys[] = {
     {"engine", "device", "device"},
     {"engine", "threads", "threads"},
     {"engine", "numerics", "numerics"},
+    {"engine", "mmap", "mmap"},
     {"engine", "gpu_memory_utilization", "gpu-memory-utilization"},
     {"engine", "batch_invariant", "batch-invariant"},
     {"engine", "max_batched_tokens", "max-batched-tokens"},
