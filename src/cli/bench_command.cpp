@@ -195,16 +195,19 @@ void add_bench_command(CLI::App& app) {
   command->add_flag("--json", args->json, "Print the results as JSON");
   add_backend_options(*command, args->backend);
   command->add_flag("--profile,--profile-ops", args->profile_ops,
-                    "Time each op (on a GPU with CUDA events) and print, per test, where the time "
-                    "of a token went (stderr)");
+                    "Time each op (on a GPU with CUDA events) and print, per test (with "
+                    "--concurrency: per output token of the run), where the time of a token went "
+                    "(stderr)");
   auto concurrency = std::make_shared<ConcurrencyBenchArgs>();
   add_concurrency_options(*command, *concurrency);
   command->callback([args, concurrency] {
     const ConcurrencyBenchArgs& c = *concurrency;
     const bool serving_only = !c.grammar.empty() || !c.prompt_files.empty() || c.speculative.ngram ||
                               !c.speculative.draft_model_path.empty();
+    backend::BackendOptions backend = args->backend;
+    backend.cpu.profile_ops = backend.cuda.profile_ops = args->profile_ops;
     const Status status =
-        c.concurrency > 0 ? run_concurrency_bench(args->model_path, args->backend, args->json, c)
+        c.concurrency > 0 ? run_concurrency_bench(args->model_path, backend, args->json, c)
         : serving_only
             ? invalid_argument("bench: output constraints, --prompt-file and speculative decoding "
                                "apply to the serving benchmark (--concurrency N)")

@@ -4,12 +4,14 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <condition_variable>
 #include <mutex>
 #include <random>
 #include <vector>
 
 #include "cli/bench_concurrency_report.h"
+#include "cli/bench_profile.h"
 #include "cli/bench_report.h"
 #include "cli/loaded_model.h"
 #include "core/text_file.h"
@@ -299,6 +301,7 @@ Status run_concurrency_bench(const std::string& model_path, const backend::Backe
                           load_grammar_constraint(a.grammar, *loaded.tokenizer));
   PAGODA_TRY(warm_up(*engine, a, *loaded.tokenizer));
   const engine::EngineStats before = engine->stats();
+  loaded.backend->reset_op_times();  // the engine is idle between the warm-up and the run
 
   ConcurrencyRun run;
   PAGODA_ASSIGN_OR_RETURN(run.seconds, drive(*engine, prompts, a, grammar, tracker));
@@ -314,6 +317,12 @@ Status run_concurrency_bench(const std::string& model_path, const backend::Backe
     if (!r.error.empty()) return internal_error("bench: a request failed: " + r.error);
   }
   print_concurrency_report(run, json);
+  const std::vector<backend::OpTime> ops = loaded.backend->op_times();
+  if (!ops.empty()) {
+    const double output_tokens = static_cast<double>(a.num_requests) * a.gen_len;
+    std::fprintf(stderr, "time per output token, prompts included:\n%s",
+                 format_op_profile(ops, output_tokens, run.seconds).c_str());
+  }
   return Status::ok_status();
 }
 
