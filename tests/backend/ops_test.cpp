@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -263,7 +264,11 @@ TEST_F(OpsTest, MemoryAndCopies) {
   TensorView w = make_view(weights.data(), DType::Q8_0, 32, 4);
   auto uploaded = backend->upload_weight(w);
   ASSERT_TRUE(uploaded.ok());
-  EXPECT_EQ(uploaded->data, w.data);
+  // A copy of the same bytes (weight_copies_test.cpp: where and when).
+  EXPECT_EQ(std::memcmp(uploaded->data, w.data, weights.size()), 0);
+  EXPECT_EQ(uploaded->type, w.type);
+  EXPECT_EQ(uploaded->ne[0], w.ne[0]);
+  EXPECT_EQ(uploaded->ne[1], w.ne[1]);
 
   KvCacheShape bad;
   bad.n_layers = 1;
