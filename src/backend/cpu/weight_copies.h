@@ -1,9 +1,9 @@
 #pragma once
-// Model weights copied out of the mapped GGUF file into anonymous memory on 2 MiB pages
-// (aligned_memory.h), which decoding streams faster: a page of the file's cache is 4 KiB,
-// and the cores' prefetchers stop at each page's end and refetch its translation, so a
-// single-token matmul reading the mapped file reached about 10% less of the memory's
-// bandwidth than from huge pages. Copies are made as the weights are uploaded, while
+// Model weights copied out of the mapped GGUF file into anonymous memory, 2 MiB-aligned
+// and advised onto huge pages (aligned_memory.h), which decoding streams faster than the
+// mapping: the page cache may hold the file in small pages, scattered, and a core's
+// prefetchers stop at each page's end (the single-token matmuls of a 1B model read the
+// copies markedly faster; `pagoda bench --mmap` compares). Copies are made as the weights are uploaded, while
 // their total stays within half of the memory available at the first upload; the rest
 // (a model too large to have twice) stays mapped. The file's own pages stay in the page
 // cache, clean: the kernel drops them when it needs the memory.
