@@ -22,7 +22,22 @@ TEST(WeightCopies, CopiesTheBytesUnlessOff) {
   ASSERT_NE(copy, nullptr);
   EXPECT_NE(copy, weights.data());
   EXPECT_EQ(std::memcmp(copy, weights.data(), bytes), 0);
-  EXPECT_EQ(copies.bytes_copied(), bytes);
+  // Small weights share an arena, one after another (64-byte aligned); the arena is
+  // what the budget is charged.
+  EXPECT_EQ(copies.bytes_copied(), cpu::WeightCopies::kArenaBytes);
+  const void* second = copies.copy(weights.data(), 100);
+  EXPECT_EQ(static_cast<const std::byte*>(second), static_cast<const std::byte*>(copy) + 4032);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(second) % 64, 0u);
+  EXPECT_EQ(copies.bytes_copied(), cpu::WeightCopies::kArenaBytes);
+  // A weight larger than half an arena gets memory of its own.
+  const std::vector<std::byte> large(cpu::WeightCopies::kArenaBytes / 2 + 1, std::byte{7});
+  const void* own = copies.copy(large.data(), large.size());
+  ASSERT_NE(own, nullptr);
+  EXPECT_EQ(std::memcmp(own, large.data(), large.size()), 0);
+  EXPECT_EQ(copies.bytes_copied(), cpu::WeightCopies::kArenaBytes + large.size());
+  // The next small one still fits in the first arena.
+  EXPECT_EQ(static_cast<const std::byte*>(copies.copy(weights.data(), 64)),
+            static_cast<const std::byte*>(second) + 128);
   EXPECT_EQ(copies.copy(nullptr, bytes), nullptr);
 
   cpu::WeightCopies off(/*enabled=*/false);
