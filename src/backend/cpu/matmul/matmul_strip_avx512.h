@@ -165,10 +165,10 @@ inline __m256i unpack_scales(const uint8_t* low, const uint8_t* high) {
 // 8 and 12 KiB ahead were no faster on Zen 4), and once more kL2AheadBytes further on
 // into L2: on an Intel Xeon, where one core keeps fewer misses in flight than the
 // memory's latency asks for, that second request raised decoding's share of the
-// bandwidth markedly (farther, or one request alone at either distance, did less). A
+// bandwidth markedly (1, 2 or 5 KiB further, or one request alone, did less). A
 // prefetch never faults, so the address (an integer: it may lie past the tensor) needs
 // no check.
-constexpr uintptr_t kL2AheadBytes = 1024;
+constexpr uintptr_t kL2AheadBytes = 3072;
 inline void prefetch_row_ahead(const void* block, size_t bytes) {
   const uintptr_t p = reinterpret_cast<uintptr_t>(block) + avx2::kPrefetchBytes;
   for (size_t at = 0; at < bytes; at += 64) {
