@@ -108,7 +108,9 @@ class EngineApi : public ::testing::Test {
 TEST_F(EngineApi, AbortEndsWaitingAndRunningRequestsAndFreesTheirBlocks) {
   config_.scheduler.max_running = 1;  // the second request has to wait
   GatedModel gated(*m_.model);
-  gated.limit(3);
+  // Closed while both are added: on a loaded machine the engine could otherwise run its
+  // three steps and block in the fourth before the second request reaches its inbox.
+  gated.limit(0);
   Expected<std::unique_ptr<Engine>> engine =
       Engine::create(gated, *m_.backend, *m_.tokenizer, config_);
   ASSERT_TRUE(engine.ok()) << engine.status().message();
@@ -116,6 +118,7 @@ TEST_F(EngineApi, AbortEndsWaitingAndRunningRequestsAndFreesTheirBlocks) {
   auto sink = std::make_shared<RecordingSink>();
   const RequestId running = add(**engine, greedy(prompt_of(1, 40), 400), sink);
   const RequestId waiting = add(**engine, greedy(prompt_of(2, 40), 400), sink);
+  gated.limit(3);
   ASSERT_TRUE(sink->wait_outputs(running, 3));
   EXPECT_GT((*engine)->stats().kv_usage, 0.0);
   // The stats are published once a step; on a loaded machine the one that shows the
