@@ -140,6 +140,11 @@ class EngineCore {
   // A draft model's catch-up for `request`, per step it is expected to have left
   // (DraftCandidate::fixed_seconds); `room`: the tokens it may still generate.
   double catch_up_charge(const Request& request, int32_t room) const;
+  // A catch-up is an investment that only a measured step cost can justify: while the
+  // step the chosen proposals make has a size never measured (its cost an interpolation,
+  // which prompt steps make look cheap), at most one request starts one; its proposals
+  // measure that size, and the next steps decide on the others from it.
+  void limit_unmeasured_catch_ups();
   Delivery delivery(const Request& request, RequestOutput output) const;
 
   model::Model* model_;

@@ -39,6 +39,18 @@ double EngineCore::catch_up_charge(const Request& request, int32_t room) const {
   return lag * per_token / steps_left;
 }
 
+void EngineCore::limit_unmeasured_catch_ups() {
+  int32_t rows = scheduler_.n_running();
+  for (const DraftCandidate& candidate : candidates_) rows += candidate.chosen;
+  if (step_cost_.measured(rows)) return;
+  bool started = false;
+  for (DraftCandidate& candidate : candidates_) {
+    if (candidate.fixed_seconds <= 0.0 || candidate.chosen == 0) continue;
+    if (started) candidate.chosen = 0;
+    started = true;
+  }
+}
+
 void EngineCore::propose_drafts(const SchedulerOutput& plan) {
   if (!ngram_ && !draft_) return;
   const int32_t max_drafts = config_.speculative.max_draft_tokens();
@@ -85,6 +97,7 @@ void EngineCore::propose_drafts(const SchedulerOutput& plan) {
   if (candidates_.empty()) return;
   choose_draft_lengths(candidates_, scheduler_.n_running(), step_cost_,
                        draft_ ? draft_->pass_seconds() : 0.0, draft_gains_);
+  limit_unmeasured_catch_ups();
   for (size_t i = 0; i < candidates_.size(); ++i) {
     keep_drafts(*candidate_requests_[i], ngram_.has_value(), candidates_[i].chosen);
   }
