@@ -44,6 +44,7 @@ TEST(ServeConfig, Defaults) {
   EXPECT_FALSE(c.log_prompts);
   EXPECT_TRUE(c.chat_template_file.empty());
   EXPECT_EQ(c.backend.cpu.numerics, backend::CpuNumerics::kFast);
+  EXPECT_FALSE(c.backend.cpu.mmap_weights);
   EXPECT_EQ(c.backend.device.kind, backend::DeviceKind::kAuto);
   EXPECT_EQ(c.backend.cuda.memory_utilization, 0.9);
   EXPECT_FALSE(c.backend.cuda.batch_invariant);

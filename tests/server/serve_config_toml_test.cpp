@@ -63,7 +63,7 @@ TEST(ServeConfig, TomlSectionsAsAnOperatorWritesThem) {
       "[server]\nhost = \"0.0.0.0\"\nport = 9100\napi_keys = [\"k1\", \"k2\"]\ncors_origins = [\"*\"]\n"
       "idle_timeout = 5\n"
       "[model]\npath = \"" + std::string(kModel) + "\"\nserved_name = \"story\"\ncontext_length = 128\n"
-      "[engine]\nmax_batched_tokens = 64\nmax_running = 4\nthreads = 1\n"
+      "[engine]\nmax_batched_tokens = 64\nmax_running = 4\nthreads = 1\nmmap = true\n"
       "[cache]\nkv_memory = \"1MiB\"\nkv_type = \"f32\"\nprefix_caching = true\neviction_policy = \"fifo\"\n"
       "block_size = 32\n"
       "[logging]\nlevel = \"warn\"\nformat = \"json\"\n"
@@ -75,6 +75,7 @@ TEST(ServeConfig, TomlSectionsAsAnOperatorWritesThem) {
   const ServeConfig& c = *config;
   EXPECT_EQ(c.host, "0.0.0.0");
   EXPECT_EQ(c.port, 9100);
+  EXPECT_TRUE(c.backend.cpu.mmap_weights);
   EXPECT_EQ(c.api_keys, (std::vector<std::string>{"k1", "k2"}));
   EXPECT_EQ(c.cors_origins, std::vector<std::string>{"*"});
   EXPECT_EQ(c.idle_timeout, std::chrono::seconds(5));
