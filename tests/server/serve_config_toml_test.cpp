@@ -96,7 +96,7 @@ TEST(ServeConfig, TomlSectionsAsAnOperatorWritesThem) {
   EXPECT_EQ(c.max_queued, 7);
   EXPECT_EQ(c.max_body_bytes, 1u << 20);
   EXPECT_EQ(c.sources.at("port"), file + ":3: server.port");
-  EXPECT_EQ(c.sources.at("max-body-bytes"), file + ":27: limits.max-body-bytes");
+  EXPECT_EQ(c.sources.at("max-body-bytes"), file + ":28: limits.max-body-bytes");
   EXPECT_TRUE(c.metrics);
   EXPECT_EQ(c.metrics_path, "/internal/metrics");
   EXPECT_EQ(c.engine.speculative.method, engine::SpeculativeMethod::kNgram);
