@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <string>
+#include <type_traits>
 
 #include "backend/cpu/matmul/matmul_float.h"
 #include "backend/cpu/matmul/matmul_tiles.h"
@@ -24,6 +25,10 @@ constexpr int64_t kMaxTileTokens = 64;
 // Panels per thread the repacking kernels' work is cut into, so that threads slowed by
 // other work on a shared machine are balanced by the others.
 constexpr int64_t kPanelsPerThread = 4;
+
+// How far ahead the rows schedule asks for the weights of its first token's pass.
+constexpr size_t kRowsL1AheadBytes = 2048;
+constexpr size_t kRowsL2AheadBytes = 5120;
 
 int64_t round_up(int64_t value, int64_t multiple) { return (value + multiple - 1) / multiple * multiple; }
 
@@ -281,13 +286,30 @@ void Matmul::run_rows(ThreadPool& pool, const Plan& plan) {
   const int64_t n_chunks = (plan.n_out + chunk - 1) / chunk;
   const quant::VecDotFn dot = plan.kernel->dot;
 
+  // The first token's pass streams the rows from memory, and the dot kernels ask for
+  // nothing ahead: it asks for the rows about kRowsL1AheadBytes on into L1 and
+  // kRowsL2AheadBytes on into L2 (as the single-token strip kernels do), so that enough
+  // loads are in flight; later tokens find the chunk in cache.
+  const int64_t l1_ahead = std::max<int64_t>(1, static_cast<int64_t>((kRowsL1AheadBytes + w_row - 1) / std::max<size_t>(w_row, 1)));
+  const int64_t l2_ahead = std::max<int64_t>(l1_ahead + 1, static_cast<int64_t>((kRowsL2AheadBytes + w_row - 1) / std::max<size_t>(w_row, 1)));
+  auto prefetch_row = [&](int64_t r, auto locality) {
+    if (r >= plan.n_out) return;
+    const std::byte* row = plan.w + static_cast<size_t>(r) * w_row;
+    for (size_t at = 0; at < w_row; at += 64) __builtin_prefetch(row + at, 0, decltype(locality)::value);
+  };
   pool.parallel_for(n_chunks, [&](int64_t task, int) {
     const int64_t r0 = task * chunk;
     const int64_t r1 = std::min(r0 + chunk, plan.n_out);
     for (int64_t t = 0; t < plan.n_tokens; ++t) {
       const std::byte* a = plan.a + static_cast<size_t>(t) * plan.a_stride;
       float* y = plan.y + static_cast<size_t>(t) * plan.y_stride;
-      for (int64_t r = r0; r < r1; ++r) y[r] = dot(plan.n_in, plan.w + static_cast<size_t>(r) * w_row, a);
+      for (int64_t r = r0; r < r1; ++r) {
+        if (t == 0) {
+          prefetch_row(r + l1_ahead, std::integral_constant<int, 3>{});
+          prefetch_row(r + l2_ahead, std::integral_constant<int, 2>{});
+        }
+        y[r] = dot(plan.n_in, plan.w + static_cast<size_t>(r) * w_row, a);
+      }
     }
   });
 }
