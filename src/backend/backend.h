@@ -77,6 +77,9 @@ class Backend {
     std::string description;  // e.g. "90% of 139.8 GiB less 2.1 GiB taken"
   };
   virtual std::optional<CacheMemory> cache_memory() const { return std::nullopt; }
+  // Where the uploaded weights live, for the start-up log (the CPU's copies on huge
+  // pages, or the mapped file); empty where there is nothing to say.
+  virtual std::string weight_placement() const { return {}; }
   // Whether ops may read and write views of host memory directly (the CPU's ops: the
   // host's memory is theirs), so that a caller can have results written where it wants
   // them instead of copying them there.

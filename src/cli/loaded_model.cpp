@@ -24,6 +24,9 @@ Expected<LoadedModel> load_model_file(const std::string& path,
   loaded.file = std::make_unique<gguf::Reader>(std::move(reader));
   PAGODA_ASSIGN_OR_RETURN(loaded.backend, backend::create(backend_options));
   PAGODA_ASSIGN_OR_RETURN(loaded.model, model::load_model(*loaded.file, *loaded.backend, options));
+  if (const std::string placement = loaded.backend->weight_placement(); !placement.empty()) {
+    spdlog::info("{}: {}", loaded.backend->name(), placement);
+  }
   // On a device: where the weights went and what is left for the KV cache.
   if (const std::optional<backend::Backend::CacheMemory> memory = loaded.backend->cache_memory()) {
     spdlog::info("{}: weights and scratch loaded; {} left for the KV cache ({})", loaded.backend->name(),

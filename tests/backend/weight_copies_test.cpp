@@ -59,6 +59,10 @@ TEST(WeightCopies, TheBackendMultipliesItsCopy) {
   w.data.assign(w.data.size(), 0.0f);  // the copy no longer depends on the original
   copied->matmul(*copy, x.view(), copied_y.view());
   EXPECT_EQ(mapped_y.data, copied_y.data);
+  // What the start-up log says.
+  EXPECT_EQ(copied->weight_placement(), "weights copied onto huge pages (32 MiB)");
+  EXPECT_EQ(mapped->weight_placement(), "weights read where the file is mapped");
+  EXPECT_EQ(make_cpu_backend({.n_threads = 1})->weight_placement(), "");
 }
 
 }  // namespace

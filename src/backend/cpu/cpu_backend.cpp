@@ -65,9 +65,23 @@ class CpuBackend final : public Backend {
     size_t last = static_cast<size_t>(pagoda::row_bytes(host.type, host.ne[0]));
     for (int d = 1; d < 4; ++d) last += static_cast<size_t>(host.ne[d] - 1) * host.nb[d];
     TensorView view = host;
-    if (const void* copy = weight_copies_.copy(host.data, last)) view.data = const_cast<void*>(copy);
+    if (const void* copy = weight_copies_.copy(host.data, last)) {
+      view.data = const_cast<void*>(copy);
+    } else {
+      mapped_weight_bytes_ += last;
+    }
     matmul_.add_weight(view.data, last);
     return view;
+  }
+  std::string weight_placement() const override {
+    const auto mib = [](uint64_t bytes) { return std::to_string((bytes + (1 << 19)) >> 20) + " MiB"; };
+    const uint64_t copied = weight_copies_.bytes_copied();
+    if (copied == 0) return mapped_weight_bytes_ == 0 ? std::string() : "weights read where the file is mapped";
+    std::string text = "weights copied onto huge pages (" + mib(copied) + ")";
+    if (mapped_weight_bytes_ > 0) {
+      text += ", " + mib(mapped_weight_bytes_) + " more read where the file is mapped (past half the available memory)";
+    }
+    return text;
   }
 
   void copy_to_host(const TensorView& src, void* dst) override {
@@ -180,6 +194,7 @@ class CpuBackend final : public Backend {
   cpu::Attention attention_;
   cpu::Rope rope_;
   cpu::WeightCopies weight_copies_;
+  uint64_t mapped_weight_bytes_ = 0;  // weights not copied: read where they are mapped
   bool profile_;     // time every op into times_
   OpTimes times_;
   Status error_;
