@@ -5,8 +5,11 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <span>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "grammar/matcher.h"
 
@@ -183,15 +186,20 @@ TEST(GrammarCache, ThreadsShareIt) {
 
 TEST(GrammarCache, BuildsItsVocabularyOnFirstUse) {
   int built = 0;
-  GrammarCache cache(nullptr, 2, [&built] {
+  GrammarCache cache(nullptr, 2, [&built](std::span<const int32_t> text_tokens) {
     ++built;
+    EXPECT_EQ(std::vector<int32_t>(text_tokens.begin(), text_tokens.end()), std::vector<int32_t>{2});
     return grammar::VocabIndex::create({"a", "b", ""}, {2});
-  });
+  }, {2});
   EXPECT_EQ(built, 0);
   ASSERT_TRUE(cache.constraint(RequestGrammar{"root ::= \"a\"", {}, "grammar"}).ok());
   ASSERT_TRUE(cache.constraint(RequestGrammar{"root ::= \"b\"", {}, "grammar"}).ok());
   EXPECT_EQ(built, 1);
   EXPECT_EQ(cache.vocab()->n_vocab(), 3);
+  // Every constraint asks its output to show the tokens the vocabulary was made with.
+  auto constraint = cache.constraint(RequestGrammar{"root ::= \"a\"", {}, "grammar"});
+  ASSERT_TRUE(constraint.ok());
+  EXPECT_EQ((*constraint)->shown_tokens, std::vector<int32_t>{2});
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <cstdint>
+#include <span>
 #include <utility>
 
 #include "engine/grammar_vocab.h"
@@ -49,7 +51,7 @@ ApiService::ApiService(engine::Engine& engine, const tokenizer::Tokenizer& token
       // request (a server that never constrains an output never pays for it), with the
       // family's control-token call markers as text.
       grammars_(nullptr, options_.grammar_cache_size,
-                [&tokenizer, markers = control_call_markers(tokenizer, prompts_.tool_family())] {
+                [&tokenizer](std::span<const int32_t> markers) {
                   return engine::make_vocab_index(tokenizer, markers);
                 },
                 control_call_markers(tokenizer, prompts_.tool_family())),

@@ -118,7 +118,7 @@ GrammarCache::GrammarCache(std::shared_ptr<const grammar::VocabIndex> vocab, siz
 
 std::shared_ptr<const grammar::VocabIndex> GrammarCache::vocab() {
   const std::lock_guard lock(mutex_);
-  if (vocab_ == nullptr && make_vocab_) vocab_ = make_vocab_();
+  if (vocab_ == nullptr && make_vocab_) vocab_ = make_vocab_(shown_tokens_);
   if (vocab_ == nullptr) vocab_ = grammar::VocabIndex::create({}, {});
   return vocab_;
 }

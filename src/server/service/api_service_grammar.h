@@ -19,6 +19,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -53,9 +54,10 @@ ApiResult<std::optional<RequestGrammar>> request_grammar(const OutputFormat& for
 // Thread-safe; two requests that miss at once may both compile (the last one is kept).
 class GrammarCache {
  public:
-  using VocabSource = std::function<std::shared_ptr<const grammar::VocabIndex>()>;
-  // `vocab` null: `make_vocab` builds it at the first compile (a server that never
-  // constrains an output never pays for it). `shown_tokens`: the control tokens the
+  using VocabSource =
+      std::function<std::shared_ptr<const grammar::VocabIndex>(std::span<const int32_t> text_tokens)>;
+  // `vocab` null: `make_vocab(shown_tokens)` builds it at the first compile (a server that
+  // never constrains an output never pays for it). `shown_tokens`: control tokens the
   // vocabulary gives their text (engine::make_vocab_index's text_tokens), which every
   // constraint asks the request's output to show.
   GrammarCache(std::shared_ptr<const grammar::VocabIndex> vocab, size_t capacity,
