@@ -73,10 +73,10 @@ engine::EngineRequest bench_request(BenchContext& ctx, const BenchTest& test) {
   return request;
 }
 
-// Seconds of each of `repetitions` runs of a test, after one warm-up run. With
-// `profile`, prints where the timed runs' time went, per token (stderr).
-Expected<std::vector<double>> time_test(BenchContext& ctx, const BenchTest& test, int repetitions,
-                                        bool profile) {
+// Seconds of each of `repetitions` runs of a test, after one warm-up run. On a backend
+// that profiles its ops (--profile), prints where the timed runs' time went, per token
+// (stderr).
+Expected<std::vector<double>> time_test(BenchContext& ctx, const BenchTest& test, int repetitions) {
   std::vector<double> seconds;
   backend::Backend& backend = *ctx.loaded.backend;
   for (int run = -1; run < repetitions; ++run) {
@@ -89,7 +89,7 @@ Expected<std::vector<double>> time_test(BenchContext& ctx, const BenchTest& test
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   }
   const std::vector<backend::OpTime> ops = backend.op_times();
-  if (profile && !ops.empty()) {
+  if (!ops.empty()) {
     double wall = 0.0;
     for (const double s : seconds) wall += s;
     const double tokens = static_cast<double>(test.n_tokens()) * static_cast<double>(repetitions);
@@ -140,8 +140,6 @@ std::vector<BenchTest> tests_of(const BenchArgs& args) {
 }
 
 Status bench(BenchArgs args) {
-  args.backend.cuda.profile_ops = args.profile_ops;
-  args.backend.cpu.profile_ops = args.profile_ops;
   const std::vector<BenchTest> tests = tests_of(args);
   if (tests.empty()) return invalid_argument("no test to run: give -p or -n sizes above 0");
   int32_t longest = 1, largest_batch = 1;
@@ -164,7 +162,7 @@ Status bench(BenchArgs args) {
   std::vector<std::pair<BenchTest, double>> tg_speeds;
   for (const BenchTest& test : tests) {
     PAGODA_ASSIGN_OR_RETURN(const std::vector<double> seconds,
-                            time_test(ctx, test, args.repetitions, args.profile_ops));
+                            time_test(ctx, test, args.repetitions));
     report.add(test, seconds);
     if (test.n_gen > 0) {
       double total = 0.0;
@@ -204,10 +202,9 @@ void add_bench_command(CLI::App& app) {
     const ConcurrencyBenchArgs& c = *concurrency;
     const bool serving_only = !c.grammar.empty() || !c.prompt_files.empty() || c.speculative.ngram ||
                               !c.speculative.draft_model_path.empty();
-    backend::BackendOptions backend = args->backend;
-    backend.cpu.profile_ops = backend.cuda.profile_ops = args->profile_ops;
+    args->backend.cpu.profile_ops = args->backend.cuda.profile_ops = args->profile_ops;
     const Status status =
-        c.concurrency > 0 ? run_concurrency_bench(args->model_path, backend, args->json, c)
+        c.concurrency > 0 ? run_concurrency_bench(args->model_path, args->backend, args->json, c)
         : serving_only
             ? invalid_argument("bench: output constraints, --prompt-file and speculative decoding "
                                "apply to the serving benchmark (--concurrency N)")
