@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <array>
 #include <string>
-#include <type_traits>
 
 #include "backend/cpu/matmul/matmul_float.h"
 #include "backend/cpu/matmul/matmul_tiles.h"
@@ -26,9 +25,11 @@ constexpr int64_t kMaxTileTokens = 64;
 // other work on a shared machine are balanced by the others.
 constexpr int64_t kPanelsPerThread = 4;
 
-// How far ahead the rows schedule asks for the weights of its first token's pass.
-constexpr size_t kRowsL1AheadBytes = 2048;
-constexpr size_t kRowsL2AheadBytes = 5120;
+// Asks for `bytes` bytes at p (__builtin_prefetch's locality: 3 into L1, 2 into L2).
+template <int kLocality>
+void prefetch_bytes(const std::byte* p, size_t bytes) {
+  for (size_t at = 0; at < bytes; at += 64) __builtin_prefetch(p + at, 0, kLocality);
+}
 
 int64_t round_up(int64_t value, int64_t multiple) { return (value + multiple - 1) / multiple * multiple; }
 
@@ -287,16 +288,15 @@ void Matmul::run_rows(ThreadPool& pool, const Plan& plan) {
   const quant::VecDotFn dot = plan.kernel->dot;
 
   // The first token's pass streams the rows from memory, and the dot kernels ask for
-  // nothing ahead: it asks for the rows about kRowsL1AheadBytes on into L1 and
-  // kRowsL2AheadBytes on into L2 (as the single-token strip kernels do), so that enough
-  // loads are in flight; later tokens find the chunk in cache.
-  const int64_t l1_ahead = std::max<int64_t>(1, static_cast<int64_t>((kRowsL1AheadBytes + w_row - 1) / std::max<size_t>(w_row, 1)));
-  const int64_t l2_ahead = std::max<int64_t>(l1_ahead + 1, static_cast<int64_t>((kRowsL2AheadBytes + w_row - 1) / std::max<size_t>(w_row, 1)));
-  auto prefetch_row = [&](int64_t r, auto locality) {
-    if (r >= plan.n_out) return;
-    const std::byte* row = plan.w + static_cast<size_t>(r) * w_row;
-    for (size_t at = 0; at < w_row; at += 64) __builtin_prefetch(row + at, 0, decltype(locality)::value);
+  // nothing ahead: it asks for the rows about kRowPrefetchBytes on into L1 and
+  // kL2RowPrefetchBytes on into L2 (matmul_tiles.h), as the single-token strip kernels
+  // do; later tokens find the chunk in cache.
+  const auto rows_ahead = [w_row](size_t bytes) {
+    return static_cast<int64_t>((bytes + w_row - 1) / std::max<size_t>(w_row, 1));
   };
+  const int64_t l1_ahead = std::max<int64_t>(1, rows_ahead(kRowPrefetchBytes));
+  const int64_t l2_ahead = std::max<int64_t>(l1_ahead + 1, rows_ahead(kL2RowPrefetchBytes));
+  const auto row_at = [&](int64_t r) { return plan.w + static_cast<size_t>(r) * w_row; };
   pool.parallel_for(n_chunks, [&](int64_t task, int) {
     const int64_t r0 = task * chunk;
     const int64_t r1 = std::min(r0 + chunk, plan.n_out);
@@ -304,11 +304,9 @@ void Matmul::run_rows(ThreadPool& pool, const Plan& plan) {
       const std::byte* a = plan.a + static_cast<size_t>(t) * plan.a_stride;
       float* y = plan.y + static_cast<size_t>(t) * plan.y_stride;
       for (int64_t r = r0; r < r1; ++r) {
-        if (t == 0) {
-          prefetch_row(r + l1_ahead, std::integral_constant<int, 3>{});
-          prefetch_row(r + l2_ahead, std::integral_constant<int, 2>{});
-        }
-        y[r] = dot(plan.n_in, plan.w + static_cast<size_t>(r) * w_row, a);
+        if (t == 0 && r + l1_ahead < plan.n_out) prefetch_bytes<3>(row_at(r + l1_ahead), w_row);
+        if (t == 0 && r + l2_ahead < plan.n_out) prefetch_bytes<2>(row_at(r + l2_ahead), w_row);
+        y[r] = dot(plan.n_in, row_at(r), a);
       }
     }
   });

@@ -186,13 +186,10 @@ inline void prefetch_strip_ahead(uintptr_t distance, const void* p) {
 // for the 8 rows at once as in multiply, so the results are those of multiply.
 inline __m256i* gemv_sums(const TileJob& job) { return reinterpret_cast<__m256i*>(job.scratch); }
 
-// Ask for the weights kPrefetchBytes ahead of p, in the row being read or the next one,
-// so that their loads overlap this arithmetic. A prefetch never faults, so the address
-// (an integer: it may lie past the tensor) needs no check. 2 KiB ahead read fastest on
-// the machines measured (1 and 4 KiB less so, none much less).
-constexpr uintptr_t kPrefetchBytes = 2048;
+// Ask for the weights kRowPrefetchBytes ahead of p (matmul_tiles.h), in the row being
+// read or the next one.
 inline void prefetch_ahead(const void* p) {
-  _mm_prefetch(reinterpret_cast<const char*>(reinterpret_cast<uintptr_t>(p) + kPrefetchBytes), _MM_HINT_T0);
+  _mm_prefetch(reinterpret_cast<const char*>(reinterpret_cast<uintptr_t>(p) + kRowPrefetchBytes), _MM_HINT_T0);
 }
 
 // The f32 scales of token `col`'s activation blocks (TileJob::a_scales).

@@ -160,20 +160,14 @@ inline __m256i unpack_scales(const uint8_t* low, const uint8_t* high) {
 }
 
 // The single-token kernels (matmul_gemv_*_avx512vnni.cpp) read one row after another,
-// start to end: one stream, whose bytes they ask for avx2::kPrefetchBytes ahead (in the
-// row being read or the next) into L1, so that enough of its loads are in flight (4, 6,
-// 8 and 12 KiB ahead were no faster on Zen 4), and once more kL2AheadBytes further on
-// into L2: on an Intel Xeon, where one core keeps fewer misses in flight than the
-// memory's latency asks for, that second request raised decoding's share of the
-// bandwidth markedly (1, 2 or 5 KiB further, or one request alone, did less). A
-// prefetch never faults, so the address (an integer: it may lie past the tensor) needs
-// no check.
-constexpr uintptr_t kL2AheadBytes = 3072;
+// start to end: one stream, whose bytes they ask for kRowPrefetchBytes ahead (in the row
+// being read or the next) into L1 and kL2RowPrefetchBytes ahead into L2 (matmul_tiles.h;
+// on Zen 4, 4, 6, 8 and 12 KiB ahead into L1 were no faster).
 inline void prefetch_row_ahead(const void* block, size_t bytes) {
-  const uintptr_t p = reinterpret_cast<uintptr_t>(block) + avx2::kPrefetchBytes;
+  const uintptr_t p = reinterpret_cast<uintptr_t>(block);
   for (size_t at = 0; at < bytes; at += 64) {
-    _mm_prefetch(reinterpret_cast<const char*>(p + at), _MM_HINT_T0);
-    _mm_prefetch(reinterpret_cast<const char*>(p + kL2AheadBytes + at), _MM_HINT_T1);
+    _mm_prefetch(reinterpret_cast<const char*>(p + kRowPrefetchBytes + at), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(p + kL2RowPrefetchBytes + at), _MM_HINT_T1);
   }
 }
 

@@ -56,6 +56,18 @@ struct TileJob {
 // stored, nothing repacked.
 inline constexpr int64_t kMinStripTokens = 4;
 
+// How far ahead a single-token pass that streams weight rows asks for them (the strip
+// kernels' single-token paths, matmul_strip_avx2.h and matmul_strip_avx512.h, and the
+// rows schedule, matmul.cpp): into L1 kRowPrefetchBytes on, so that their loads overlap
+// the arithmetic (2 KiB read fastest on the machines measured, 1 and 4 KiB less so); and
+// where the kernels ask twice, into L2 kL2RowPrefetchBytes on: on an Intel Xeon, where
+// one core keeps fewer misses in flight than the memory's latency asks for, that second
+// request raised decoding's share of the bandwidth markedly (3, 4 or 7 KiB on, or one
+// request alone, did less). A prefetch never faults, so the addresses (integers: they
+// may lie past the tensor) need no check.
+inline constexpr uintptr_t kRowPrefetchBytes = 2048;
+inline constexpr uintptr_t kL2RowPrefetchBytes = 5120;
+
 // Scratch a kernel needs per 8 weight rows of n_in values (their repacked form).
 inline size_t tile_scratch_bytes(int64_t n_in) { return static_cast<size_t>(n_in / 32) * 384 + 64; }
 
