@@ -27,6 +27,7 @@ namespace pagoda::server {
 namespace {
 
 using namespace std::chrono_literals;
+using testing::sse_payloads;
 using testing::TestClient;
 using testing::TestResponse;
 
@@ -219,18 +220,6 @@ TEST_F(ApiServiceTest, GreedyCompletionIsTheEnginesOwnText) {
   EXPECT_EQ(body["choices"][0]["text"], expected);
   EXPECT_EQ(body["model"], "stories");
   EXPECT_EQ(body["usage"]["completion_tokens"], 12);
-}
-
-// The payloads of an SSE body, [DONE] included.
-std::vector<std::string> sse_payloads(const std::string& body) {
-  std::vector<std::string> payloads;
-  size_t at = 0;
-  while ((at = body.find("data: ", at)) != std::string::npos) {
-    const size_t end = body.find("\n\n", at);
-    payloads.push_back(body.substr(at + 6, end - at - 6));
-    at = end;
-  }
-  return payloads;
 }
 
 TEST_F(ApiServiceTest, FormatsAndToolsThatDoNotCompileAre400sNamingTheField) {

@@ -148,11 +148,7 @@ class ToolMarkersTest : public ::testing::Test {
     const TestResponse response = post(body);
     EXPECT_EQ(response.status, 200) << response.body;
     Streamed streamed;
-    size_t at = 0;
-    while ((at = response.body.find("data: ", at)) != std::string::npos) {
-      const size_t end = response.body.find("\n\n", at);
-      const std::string payload = response.body.substr(at + 6, end - at - 6);
-      at = end;
+    for (const std::string& payload : testing::sse_payloads(response.body)) {
       if (payload == "[DONE]") break;
       const nlohmann::json choice = nlohmann::json::parse(payload)["choices"][0];
       const nlohmann::json& delta = choice["delta"];

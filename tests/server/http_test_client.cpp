@@ -183,6 +183,17 @@ std::string post_request(std::string_view path, std::string_view body, std::stri
          std::string(body);
 }
 
+std::vector<std::string> sse_payloads(const std::string& body) {
+  std::vector<std::string> payloads;
+  size_t at = 0;
+  while ((at = body.find("data: ", at)) != std::string::npos) {
+    const size_t end = body.find("\n\n", at);
+    payloads.push_back(body.substr(at + 6, end - at - 6));
+    at = end;
+  }
+  return payloads;
+}
+
 HttpServerOptions test_options() {
   HttpServerOptions options;
   options.host = "127.0.0.1";

@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <boost/asio/awaitable.hpp>
 
@@ -76,6 +77,8 @@ class TestClient {
 // "GET /path HTTP/1.1" with Host and optional extra header lines ("Name: value\r\n").
 std::string get_request(std::string_view path, std::string_view extra_headers = "");
 std::string post_request(std::string_view path, std::string_view body, std::string_view extra_headers = "");
+// The payloads of an SSE body ("data: X\n\n" each), [DONE] included.
+std::vector<std::string> sse_payloads(const std::string& body);
 
 // Short timeouts so that tests run fast; port 0.
 HttpServerOptions test_options();

@@ -3,10 +3,15 @@
 // and advised onto huge pages (aligned_memory.h), which decoding streams faster than the
 // mapping: the page cache may hold the file in small pages, scattered, and a core's
 // prefetchers stop at each page's end (the single-token matmuls of a 1B model read the
-// copies markedly faster; `pagoda bench --mmap` compares). Copies are made as the weights are uploaded, while
-// their total stays within half of the memory available at the first upload; the rest
-// (a model too large to have twice) stays mapped. The file's own pages stay in the page
-// cache, clean: the kernel drops them when it needs the memory.
+// copies markedly faster; `pagoda bench --mmap` compares). Copies are made as the weights
+// are uploaded, while their total stays within half of the memory available at the first
+// upload; the rest (a model too large to have twice) stays mapped. The file's own pages
+// stay in the page cache, clean: the kernel drops them when it needs the memory.
+//
+// Weights smaller than half an arena (a layer's attention projections, norms) are packed
+// one after another into arenas of kArenaBytes, so that they too lie on huge pages (an
+// allocation of its own under kHugePageMinBytes would not) and waste none; larger ones
+// get an allocation each.
 
 #include <cstddef>
 #include <cstdint>
@@ -17,11 +22,6 @@
 
 namespace pagoda::backend::cpu {
 
-//
-// Weights smaller than half an arena (a layer's attention projections, norms) are packed
-// one after another into arenas of kArenaBytes, so that they too lie on huge pages
-// (an allocation of its own under kHugePageMinBytes would not) and waste none; larger
-// ones get an allocation each.
 class WeightCopies {
  public:
   static constexpr size_t kArenaBytes = size_t{32} << 20;
