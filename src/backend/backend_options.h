@@ -46,7 +46,7 @@ struct CpuBackendOptions {
   int n_threads = 0;  // threads for the ops, the calling thread included; 0: one per physical core
   // Highest instruction set the kernels may use; capped by what the CPU runs. Tests and
   // benchmarks lower it to exercise the scalar paths.
-  Isa max_isa = Isa::kAvx512Vnni;
+  Isa max_isa = Isa::kAmx;
   CpuNumerics numerics = CpuNumerics::kFast;
   // Bytes the matmuls may spend keeping model weights repacked for batched steps
   // (backend/cpu/matmul/matmul_repacked.h); kAutoRepackedBytes: an eighth of physical memory.

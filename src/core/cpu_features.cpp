@@ -248,12 +248,13 @@ std::string_view isa_name(Isa isa) {
     case Isa::kAvx2: return "avx2";
     case Isa::kAvx512: return "avx512";
     case Isa::kAvx512Vnni: return "avx512vnni";
+    case Isa::kAmx: return "amx";
   }
   return "unknown";
 }
 
 std::optional<Isa> parse_isa(std::string_view name) {
-  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512, Isa::kAvx512Vnni}) {
+  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512, Isa::kAvx512Vnni, Isa::kAmx}) {
     if (ascii_iequals(isa_name(isa), name)) return isa;
   }
   return std::nullopt;
@@ -271,8 +272,10 @@ CpuFeatures detect_cpu_features() {
 CpuFeatures cap_cpu_features(CpuFeatures f, std::optional<Isa> max_isa) {
   if (!max_isa) return f;
   const Isa max_level = *max_isa;
-  f.amx_tile = f.amx_int8 = f.amx_bf16 = false;
-  f.avx512_bf16 = false;
+  if (max_level < Isa::kAmx) {
+    f.amx_tile = f.amx_int8 = f.amx_bf16 = false;
+    f.avx512_bf16 = false;
+  }
   if (max_level < Isa::kAvx512Vnni) f.avx512_vnni = f.avx_vnni = false;
   if (max_level < Isa::kAvx512) f.avx512f = f.avx512bw = f.avx512vl = f.avx512dq = false;
   if (max_level < Isa::kAvx2) {

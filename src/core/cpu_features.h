@@ -1,7 +1,7 @@
 #pragma once
 // What the CPU this process runs on can execute, found once at run time. Code compiled
 // for an instruction set beyond the baseline (the *_avx2.cpp, *_avx512.cpp and
-// *_avx512vnni.cpp files) may run only when these flags say so.
+// *_avx512vnni.cpp and *_amx.cpp files) may run only when these flags say so.
 //
 // A flag is true only when the CPU advertises the extension (CPUID), the OS saves its
 // register state (XGETBV), and, for everything newer than AVX-512 F/BW/VL/DQ, one of its
@@ -9,7 +9,7 @@
 // advertise AMX or VNNI that then raise SIGILL.
 //
 // PAGODA_MAX_ISA caps what is reported, so tests and benchmarks can force lower code
-// paths: scalar | avx2 | avx512 | avx512vnni | native (no cap, the default).
+// paths: scalar | avx2 | avx512 | avx512vnni | amx | native (no cap, the default).
 
 #include <optional>
 #include <string>
@@ -18,9 +18,10 @@
 namespace pagoda {
 
 // The rungs of the instruction-set ladder the kernels are written for, lowest first.
-enum class Isa { kScalar, kAvx2, kAvx512, kAvx512Vnni };
+// kAmx is AVX-512 VNNI with the AMX tile unit (amx_tile and amx_int8) beside it.
+enum class Isa { kScalar, kAvx2, kAvx512, kAvx512Vnni, kAmx };
 
-std::string_view isa_name(Isa isa);                   // "scalar", "avx2", "avx512", "avx512vnni"
+std::string_view isa_name(Isa isa);                   // "scalar", "avx2", "avx512", "avx512vnni", "amx"
 std::optional<Isa> parse_isa(std::string_view name);  // case-insensitive
 
 struct CpuFeatures {

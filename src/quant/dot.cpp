@@ -14,7 +14,7 @@
 namespace pagoda::quant {
 namespace {
 
-constexpr size_t kIsaCount = 4;
+constexpr size_t kIsaCount = 5;
 
 struct KernelRow {
   DType weight;
@@ -107,7 +107,9 @@ std::vector<Isa> detect_isas() {
   isas.push_back(Isa::kAvx2);
   if (!cpu.has_avx512_group()) return isas;
   isas.push_back(Isa::kAvx512);
-  if (cpu.avx512_vnni) isas.push_back(Isa::kAvx512Vnni);
+  if (!cpu.avx512_vnni) return isas;
+  isas.push_back(Isa::kAvx512Vnni);
+  if (cpu.amx_tile && cpu.amx_int8) isas.push_back(Isa::kAmx);
   return isas;
 }
 

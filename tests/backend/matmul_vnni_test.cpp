@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "backend/cpu/matmul/matmul.h"
+#include "matmul_compare.h"
 #include "backend/cpu/matmul/matmul_tiles.h"
 #include "quant/quantize.h"
 #include "test_util.h"
@@ -33,60 +34,12 @@ std::vector<int64_t> input_sizes(DType type) {
 }
 constexpr int64_t kInputs = 1024;
 
-std::vector<std::byte> quantized(DType type, const std::vector<float>& values, int64_t n_out,
-                                 int64_t n_in = kInputs) {
-  const size_t row = size_t(row_bytes(type, n_in));
-  std::vector<std::byte> bytes(row * size_t(n_out));
-  for (int64_t r = 0; r < n_out; ++r) {
-    EXPECT_TRUE(quant::quantize_row(type, &values[size_t(r * n_in)], bytes.data() + size_t(r) * row, n_in).ok());
-  }
-  return bytes;
-}
-
-Matrix run(Isa isa, int threads, const TensorView& w, Matrix& x, int64_t n_out) {
-  ThreadPool pool(threads);
-  Matmul matmul(isa, CpuNumerics::kFast);
-  Matrix y(x.rows, n_out, 2);
-  EXPECT_TRUE(matmul.run(pool, w, x.view(), y.view()).ok());
-  return y;
-}
-
-void expect_same_bits(const Matrix& vnni, const Matrix& avx2, const std::string& what) {
-  for (int64_t t = 0; t < vnni.rows; ++t) {
-    ASSERT_EQ(std::memcmp(vnni.data.data() + t * vnni.stride, avx2.data.data() + t * avx2.stride,
-                          size_t(vnni.cols) * sizeof(float)),
-              0)
-        << what << ": token " << t << " of " << vnni.rows;
-  }
-}
-
-class MatmulVnniTest : public ::testing::TestWithParam<DType> {
- protected:
-  void SetUp() override {
-    if (!quant::isa_available(Isa::kAvx512Vnni)) GTEST_SKIP() << "this CPU lacks AVX-512 VNNI";
-  }
-};
+using MatmulVnniTest = IsaKernelTest<Isa::kAvx512Vnni>;
 
 TEST_P(MatmulVnniTest, SameBitsAsAvx2Strips) {
   const DType type = GetParam();
   ASSERT_EQ(find_tile_kernel(type, Isa::kAvx512Vnni)->strip_rows, 16) << "not the VNNI kernel";
-  // 301 rows: a partial 16-row strip and several panels; 40: less than three strips.
-  for (const int64_t n_in : input_sizes(type)) {
-  for (const int64_t n_out : {int64_t{301}, int64_t{40}}) {
-    std::vector<std::byte> bytes = quantized(type, random_values(size_t(n_in * n_out), 11, 0.5f), n_out, n_in);
-    const TensorView w = make_view(bytes.data(), type, n_in, n_out);
-    for (const int64_t n_tokens : {1, 3, 4, 5, 8, 13, 16, 150}) {
-      Matrix x(n_tokens, n_in, 3, 12 + uint32_t(n_tokens), 2.0f);
-      for (const int threads : {1, 2}) {
-        const std::string what = std::string(dtype_name(type)) + ", " + std::to_string(n_in) + " inputs, " +
-                                 std::to_string(n_out) + " rows, " + std::to_string(n_tokens) + " tokens, " +
-                                 std::to_string(threads) + " threads";
-        expect_same_bits(run(Isa::kAvx512Vnni, threads, w, x, n_out), run(Isa::kAvx2, threads, w, x, n_out),
-                         what);
-      }
-    }
-  }
-  }
+  expect_same_bits_as(Isa::kAvx512Vnni, Isa::kAvx2, type, input_sizes(type), {1, 3, 4, 5, 8, 13, 16, 150});
 }
 
 // Weights and activations at the ends of their ranges: every quant at +-127 (Q8_0), at
@@ -99,13 +52,10 @@ TEST_P(MatmulVnniTest, SameBitsOnExtremeValues) {
     const size_t row = i / kInputs;
     values[i] = row % 3 == 0 ? 1.0f : row % 3 == 1 ? -1.0f : (i % 2 ? 1.0f : -1.0f);
   }
-  std::vector<std::byte> bytes = quantized(type, values, n_out);
+  std::vector<std::byte> bytes = quantized_rows(type, values, n_out, kInputs);
   const TensorView w = make_view(bytes.data(), type, kInputs, n_out);
-  Matrix x(n_tokens, kInputs, 0);
-  for (int64_t t = 0; t < n_tokens; ++t) {
-    for (int64_t i = 0; i < kInputs; ++i) x.at(t, i) = t % 3 == 0 ? 3.0f : t % 3 == 1 ? -3.0f : (i % 2 ? 3.0f : -3.0f);
-  }
-  expect_same_bits(run(Isa::kAvx512Vnni, 2, w, x, n_out), run(Isa::kAvx2, 2, w, x, n_out),
+  Matrix x = extreme_activations(n_tokens, kInputs);
+  expect_same_bits(run_matmul(Isa::kAvx512Vnni, 2, w, x, n_out), run_matmul(Isa::kAvx2, 2, w, x, n_out),
                    std::string(dtype_name(type)) + " extremes");
 }
 

@@ -22,7 +22,7 @@ CpuFeatures everything() {
 }
 
 TEST(CpuFeatures, IsaNamesRoundTripCaseInsensitively) {
-  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512, Isa::kAvx512Vnni}) {
+  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512, Isa::kAvx512Vnni, Isa::kAmx}) {
     EXPECT_EQ(parse_isa(isa_name(isa)), isa);
   }
   EXPECT_EQ(parse_isa("AVX2"), Isa::kAvx2);
@@ -64,6 +64,12 @@ TEST(CpuFeatures, CapAtAvx512VnniKeepsVnniButNotAmx) {
   EXPECT_TRUE(f.has_avx512_group());
   EXPECT_TRUE(f.avx512_vnni && f.avx_vnni);
   EXPECT_FALSE(f.avx512_bf16 || f.amx_tile || f.amx_int8 || f.amx_bf16);
+}
+
+TEST(CpuFeatures, CapAtAmxKeepsTheTiles) {
+  const CpuFeatures f = cap_cpu_features(everything(), Isa::kAmx);
+  EXPECT_TRUE(f.avx512_vnni && f.amx_tile && f.amx_int8 && f.amx_bf16 && f.avx512_bf16);
+  EXPECT_NE(f.notes.find("capped at amx"), std::string::npos) << f.notes;
 }
 
 TEST(CpuFeatures, NativeCapChangesNothing) {

@@ -42,8 +42,8 @@ constexpr double kReferenceTolerance = 1e-5;
 const DType kWeightTypes[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q4_0,   DType::Q4_1,
                               DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::IQ4_NL, DType::Q2_K,
                               DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K,   DType::IQ4_XS};
-const Isa kAllIsas[] = {Isa::kScalar, Isa::kAvx2, Isa::kAvx512, Isa::kAvx512Vnni};
-const Isa kSimdIsas[] = {Isa::kAvx2, Isa::kAvx512, Isa::kAvx512Vnni};
+const Isa kAllIsas[] = {Isa::kScalar, Isa::kAvx2, Isa::kAvx512, Isa::kAvx512Vnni, Isa::kAmx};
+const Isa kSimdIsas[] = {Isa::kAvx2, Isa::kAvx512, Isa::kAvx512Vnni, Isa::kAmx};
 
 // Why a test of `isa` is skipped; mentions a PAGODA_MAX_ISA cap when one is in force.
 std::string cpu_lacks(Isa isa) {
@@ -52,6 +52,7 @@ std::string cpu_lacks(Isa isa) {
     case Isa::kAvx2: message = "CPU lacks AVX2 (with FMA and F16C)"; break;
     case Isa::kAvx512: message = "CPU lacks AVX-512 (F, BW, VL, DQ)"; break;
     case Isa::kAvx512Vnni: message = "CPU lacks AVX-512VNNI"; break;
+    case Isa::kAmx: message = "CPU lacks AMX (tile, int8)"; break;
     default: break;
   }
   const std::string& notes = cpu_features().notes;
@@ -331,6 +332,7 @@ TEST(DotDispatch, IsasFollowTheCpu) {
   EXPECT_EQ(isa_available(Isa::kAvx2), cpu.has_avx2_group());
   EXPECT_EQ(isa_available(Isa::kAvx512), cpu.has_avx512_group());
   EXPECT_EQ(isa_available(Isa::kAvx512Vnni), cpu.has_avx512_group() && cpu.avx512_vnni);
+  EXPECT_EQ(isa_available(Isa::kAmx), cpu.has_avx512_group() && cpu.avx512_vnni && cpu.amx_tile && cpu.amx_int8);
 }
 
 TEST(DotDispatch, UnavailableIsaGivesNullAndLowerIsaStandsIn) {
@@ -353,6 +355,9 @@ TEST(DotDispatch, UnavailableIsaGivesNullAndLowerIsaStandsIn) {
   if (isa_available(Isa::kAvx512Vnni)) {  // k-quants have no VNNI kernel: AVX-512 stands in
     EXPECT_EQ(find_dot_kernel(DType::Q4_K, Isa::kAvx512Vnni)->isa, Isa::kAvx512);
     EXPECT_EQ(find_dot_kernel(DType::Q4_0, Isa::kAvx512Vnni)->isa, Isa::kAvx512Vnni);
+  }
+  if (isa_available(Isa::kAmx)) {  // the tiles serve batches only: the VNNI dot kernels stand in
+    EXPECT_EQ(find_dot_kernel(DType::Q4_0, Isa::kAmx)->isa, Isa::kAvx512Vnni);
   }
   if (isa_available(Isa::kAvx2)) {
     EXPECT_EQ(find_dot_kernel(DType::Q4_0, Isa::kAvx2)->isa, Isa::kAvx2);

@@ -127,6 +127,7 @@ const ChunkKernels& chunk_kernels(Isa isa) {
       return avx2::kChunkKernels;
     case Isa::kAvx512:
     case Isa::kAvx512Vnni:
+    case Isa::kAmx:
       return avx512::kChunkKernels;
   }
   return kScalarChunkKernels;

@@ -61,6 +61,8 @@ struct Matmul::Plan {
   // tile->strip_rows rows of them.
   const std::byte* strips = nullptr;
   size_t strip_bytes = 0;
+  // The activations as the tile kernel's prepare_activations laid them out, or nullptr.
+  const std::byte* a_tiles = nullptr;
 };
 
 Status Matmul::prepare(const TensorView& w, const TensorView& x, const TensorView& y, MatmulSchedule schedule,
@@ -115,6 +117,7 @@ Status Matmul::run(ThreadPool& pool, const TensorView& w, const TensorView& x, c
   const bool scales = plan.tile != nullptr && plan.tile->block_scales;
   const bool padded = pad_to_strip_tokens(std::span<Plan>(&plan, 1));
   PAGODA_TRY(quantize_activations(pool, x, sums, scales, plan));
+  PAGODA_TRY(prepare_activation_tiles(pool, std::span<Plan>(&plan, 1)));
   PAGODA_TRY(execute(pool, std::span<Plan>(&plan, 1)));
   if (padded) finish_padding(std::span<const Plan>(&plan, 1));
   return {};
@@ -148,6 +151,7 @@ Status Matmul::run_many(ThreadPool& pool, const TensorView& x, std::span<const M
     plan.a_scales = plans[0].a_scales;
     plan.a_scales_stride = plans[0].a_scales_stride;
   }
+  PAGODA_TRY(prepare_activation_tiles(pool, used));
   PAGODA_TRY(execute(pool, used));
   if (padded) finish_padding(used);
   return {};
@@ -261,6 +265,33 @@ Status Matmul::quantize_activations(ThreadPool& pool, const TensorView& x, bool 
   return {};
 }
 
+Status Matmul::prepare_activation_tiles(ThreadPool& pool, std::span<Plan> plans) {
+  // Plans share their quantized activations (run_many): one layout serves every plan
+  // whose kernel lays them out the same way.
+  for (size_t i = 0; i < plans.size(); ++i) {
+    Plan& plan = plans[i];
+    const TileKernel* tile = plan.tile;
+    if (tile == nullptr || tile->prepare_activations == nullptr || plan.n_tokens < kMinStripTokens) continue;
+    for (size_t j = 0; j < i && plan.a_tiles == nullptr; ++j) {
+      if (plans[j].a_tiles != nullptr && plans[j].tile->prepare_activations == tile->prepare_activations) {
+        plan.a_tiles = plans[j].a_tiles;
+      }
+    }
+    if (plan.a_tiles != nullptr) continue;
+    std::byte* out = activation_tiles_.reserve(tile->activation_tiles_bytes(plan.n_in, plan.n_tokens));
+    if (out == nullptr) return resource_exhausted("matmul: cannot allocate activation tiles");
+    TileJob job;
+    job.n_in = plan.n_in;
+    job.a = plan.a;
+    job.a_stride = plan.a_stride;
+    job.n_cols = plan.n_tokens;
+    const int64_t n_groups = (plan.n_tokens + kActivationTileTokens - 1) / kActivationTileTokens;
+    pool.parallel_for(n_groups, [&](int64_t group, int) { tile->prepare_activations(job, group, group + 1, out); });
+    plan.a_tiles = out;
+  }
+  return {};
+}
+
 Status Matmul::reserve_block_data(bool sums, bool scales, Plan& plan) {
   scales = scales && (plan.kernel->activation == DType::Q8_0 || plan.kernel->activation == DType::Q8_1);
   const size_t n_blocks = static_cast<size_t>(plan.n_in / quant::kQK), n_tokens = static_cast<size_t>(plan.n_tokens);
@@ -324,7 +355,10 @@ void Matmul::plan_tiles(int n_threads, Plan& plan) {
     // A tile of fewer than 4 tokens reads the rows as stored (the kernels' single-token
     // path): no repacked panel to keep in cache, so each task streams as many rows as
     // balance allows (fewer jumps in the address stream of each thread).
-    plan.panel_rows = plan.n_tokens < kMinStripTokens ? by_balance : std::min({by_cache, by_balance, int64_t{256}});
+    // A kernel that lays out the activations itself keeps no repacked panel either (its
+    // strips go one at a time), and each of its passes over the tokens serves more rows.
+    const bool no_panel = plan.n_tokens < kMinStripTokens || plan.tile->prepare_activations != nullptr;
+    plan.panel_rows = no_panel ? by_balance : std::min({by_cache, by_balance, int64_t{256}});
     plan.tile_tokens = plan.n_tokens;
     plan.cols_per_pass = std::max<int64_t>(static_cast<int64_t>(kTileActivationBytes / plan.a_stride) / 4 * 4, 4);
     plan.scratch_bytes = static_cast<size_t>((plan.panel_rows + 7) / 8) * tile_scratch_bytes(plan.n_in);
@@ -379,6 +413,7 @@ void Matmul::run_tiled(ThreadPool& pool, std::span<const Plan> plans) {
     }
     job.cols_per_pass = plan.cols_per_pass;
     if (plan.strips != nullptr) job.strips = plan.strips + static_cast<size_t>(r0 / plan.tile->strip_rows) * plan.strip_bytes;
+    if (t0 == 0) job.a_tiles = plan.a_tiles;  // the repacking kernels' tiles take every token
     if (lookahead_ != nullptr) job.lookahead = lookahead_->cursor(thread);
     plan.tile->run(job);
   });

@@ -77,6 +77,9 @@ class Matmul {
   // sums / scales: also keep each block's quant sum / f32 scale (TileJob::a_sums, a_scales).
   Status quantize_activations(ThreadPool& pool, const TensorView& x, bool sums, bool scales, Plan& plan);
   Status reserve_block_data(bool sums, bool scales, Plan& plan);
+  // For plans whose tile kernel lays out its activations itself (TileKernel::
+  // prepare_activations): once, into activation_tiles_ (Plan::a_tiles).
+  Status prepare_activation_tiles(ThreadPool& pool, std::span<Plan> plans);
   // Runs prepared plans whose activations are quantized: one untiled plan by rows, else
   // every plan's tiles in one job.
   Status execute(ThreadPool& pool, std::span<Plan> plans);
@@ -98,6 +101,7 @@ class Matmul {
   Scratch activations_;  // quantized rows of x: [n][row_bytes(activation, n_in)]
   Scratch block_sums_;    // [n][n_in / 32] int32, for tile kernels that want them
   Scratch block_scales_;  // [n][n_in / 32 or 2 * n_in / 32] f32, for tile kernels that want them
+  Scratch activation_tiles_;  // x as a tile kernel lays it out (TileKernel::prepare_activations)
   std::vector<Scratch> tile_scratch_;  // per thread: the repacked rows of a panel
   Scratch padded_y_;  // [plans][kMinStripTokens][n_out] f32: padded products' outputs
   RepackedWeights repacked_;

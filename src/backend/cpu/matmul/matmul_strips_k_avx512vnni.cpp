@@ -10,7 +10,7 @@
 
 #include <cstddef>
 
-#include "backend/cpu/matmul/matmul_strip_avx512.h"
+#include "backend/cpu/matmul/matmul_strip_k_avx512.h"
 #include "quant/blocks.h"
 
 namespace pagoda::backend::cpu::avx512vnni {
@@ -20,29 +20,6 @@ using quant::BlockQ4_K;
 using quant::BlockQ5_K;
 using quant::BlockQ8_K;
 using quant::kQK_K;
-
-// Sub-block s (0..7) of 32 values of two rows, row `low`'s in the low 256 bits: the low
-// (s even) or high (s odd) nibbles of qs[32 * (s / 2)...]; Q5_K adds bit s of qh[l] as
-// the fifth bit of value l.
-inline __m512i sub_block_nibbles(const uint8_t* low, const uint8_t* high, int s) {
-  const __m512i q = load_row_pair(low + 32 * (s / 2), high + 32 * (s / 2));
-  return _mm512_and_si512(s % 2 ? _mm512_srli_epi16(q, 4) : q, _mm512_set1_epi8(0x0f));
-}
-struct Q4_KValues {
-  using Block = BlockQ4_K;
-  static __m512i values(const Block& low, const Block& high, int s) { return sub_block_nibbles(low.qs, high.qs, s); }
-};
-struct Q5_KValues {
-  using Block = BlockQ5_K;
-  static __m512i values(const Block& low, const Block& high, int s) {
-    // Bit s of each qh byte moved to bit 4 by one 16-bit shift; the bits the shift brings
-    // in from the neighbouring byte fall outside the mask.
-    const __m512i qh = load_row_pair(low.qh, high.qh);
-    const __m512i moved = s <= 4 ? _mm512_slli_epi16(qh, 4 - s) : _mm512_srli_epi16(qh, s - 4);
-    // nibbles | (moved & 0x10)
-    return _mm512_ternarylogic_epi32(sub_block_nibbles(low.qs, high.qs, s), moved, _mm512_set1_epi8(0x10), 0xf8);
-  }
-};
 
 // One super-block of 16 rows (5248 bytes).
 struct alignas(64) StripK16 {
@@ -72,9 +49,8 @@ struct ScaleMinFormat16 {
       repack_scales(w, b, s);
       #pragma GCC unroll 8
       for (int sub = 0; sub < 8; ++sub) {
-        __m512i pairs[8], chunks[8];
-        for (int i = 0; i < 8; ++i) pairs[i] = Values::values(w[paired_row(i)][b], w[paired_row(i) + 4][b], sub);
-        transpose_rows16(pairs, chunks);
+        __m512i chunks[8];
+        sub_block_chunks<Values>(w, b, sub, chunks);
         for (int k = 0; k < 8; ++k) store512(s.qs[sub][k], chunks[k]);
       }
     }
@@ -82,24 +58,13 @@ struct ScaleMinFormat16 {
 
   // The scales, minimums, d and dmin of super-block b of the 16 rows.
   static void repack_scales(const Block* const* w, int64_t b, Strip& s) {
-    __m512i scales[8], mins[8], t[8];  // [row pair]: 8 values of each row as int32
-    for (int i = 0; i < 8; ++i) {
-      const __m256i both = unpack_scales(w[paired_row(i)][b].scales, w[paired_row(i) + 4][b].scales);
-      scales[i] = _mm512_cvtepu8_epi32(_mm256_castsi256_si128(_mm256_permute4x64_epi64(both, 0x08)));  // qwords 0, 2
-      const __m512i m = _mm512_cvtepu8_epi32(_mm256_castsi256_si128(_mm256_permute4x64_epi64(both, 0x0d)));  // 1, 3
-      mins[i] = _mm512_or_si512(m, _mm512_slli_epi32(m, 16));
+    __m512i scales[8], mins[8];
+    scale_min_lanes(w, b, scales, mins);
+    for (int j = 0; j < 8; ++j) {
+      store512(s.scales[j], scales[j]);
+      store512(s.mins[j], _mm512_or_si512(mins[j], _mm512_slli_epi32(mins[j], 16)));
     }
-    transpose_rows16(scales, t);
-    for (int j = 0; j < 8; ++j) store512(s.scales[j], t[j]);
-    transpose_rows16(mins, t);
-    for (int j = 0; j < 8; ++j) store512(s.mins[j], t[j]);
-    static_assert(offsetof(Block, dmin) == offsetof(Block, d) + sizeof(quant::half));
-    __m256 d[2], dmin[2];
-    for (int h = 0; h < 2; ++h) avx2::strip_half_pairs(w + 8 * h, b, offsetof(Block, d), d[h], dmin[h]);
-    for (int h = 0; h < 2; ++h) {
-      _mm256_store_ps(s.d + 8 * h, d[h]);
-      _mm256_store_ps(s.dmin + 8 * h, dmin[h]);
-    }
+    store_d_dmin(w, b, s.d, s.dmin);
   }
 
   // Integer dot of sub-block `sub` with C tokens (exact in int32), times the sub-block's

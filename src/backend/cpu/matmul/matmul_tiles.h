@@ -47,6 +47,9 @@ struct TileJob {
   // keeps, see matmul_repacked.h), strip after strip as repack lays them out; nullptr:
   // the kernel repacks them into scratch.
   const std::byte* strips = nullptr;
+  // Kernels with TileKernel::prepare_activations: the matmul's tokens as it laid them
+  // out, for a tile of all of them (nullptr otherwise: the kernel then reads job.a).
+  const std::byte* a_tiles = nullptr;
   // This thread's share of the KV lines the next attention reads (kv_lookahead.h), which
   // kernels multiplying kept copies for few tokens ask for as they go; nullptr: none.
   LookaheadCursor* lookahead = nullptr;
@@ -67,6 +70,9 @@ inline constexpr int64_t kMinStripTokens = 4;
 // may lie past the tensor) need no check.
 inline constexpr uintptr_t kRowPrefetchBytes = 2048;
 inline constexpr uintptr_t kL2RowPrefetchBytes = 5120;
+
+// Tokens per group that TileKernel::prepare_activations lays out together.
+inline constexpr int64_t kActivationTileTokens = 16;
 
 // Scratch a kernel needs per 8 weight rows of n_in values (their repacked form).
 inline size_t tile_scratch_bytes(int64_t n_in) { return static_cast<size_t>(n_in / 32) * 384 + 64; }
@@ -94,6 +100,12 @@ struct TileKernel {
   // (with out == nullptr it only measures). Rows [r, r + n) of a weight so repacked start
   // at byte repack(rows [0, r)) for r a multiple of strip_rows.
   size_t (*repack)(const TileJob& job, std::byte* out) = nullptr;
+  // Where set: lays out the quantized activations of groups [first, end) of
+  // kActivationTileTokens tokens (job.a, job.a_stride, job.n_cols tokens, job.n_in) at
+  // their places in `out`, the whole layout, whose size is activation_tiles_bytes(n_in,
+  // n_tokens); once per matmul, for every tile to read (TileJob::a_tiles).
+  void (*prepare_activations)(const TileJob& job, int64_t first, int64_t end, std::byte* out) = nullptr;
+  size_t (*activation_tiles_bytes)(int64_t n_in, int64_t n_tokens) = nullptr;
 };
 
 // The tiled kernel for `weight` on `isa` or a lower ISA: under kFast the fastest one,
@@ -146,5 +158,15 @@ size_t repack_q4_0(const TileJob& job, std::byte* out);
 size_t repack_iq4_nl(const TileJob& job, std::byte* out);
 size_t repack_q4_1(const TileJob& job, std::byte* out);
 }  // namespace avx512vnni
+
+// Strips of 16 rows multiplied on the AMX tile unit (matmul_strips_*_amx.cpp): the VNNI
+// strip kernels' bits; tiles of fewer than 4 tokens run the VNNI single-token kernels.
+namespace amx {
+void tile_q4_K(const TileJob& job);
+void tile_q5_K(const TileJob& job);
+// TileKernel::prepare_activations and activation_tiles_bytes of both: Q8_K rows as B tiles.
+void prepare_activations_q8_K(const TileJob& job, int64_t first, int64_t end, std::byte* out);
+size_t activation_tiles_q8_K(int64_t n_in, int64_t n_tokens);
+}  // namespace amx
 
 }  // namespace pagoda::backend::cpu
