@@ -17,6 +17,7 @@
 #include "engine/engine.h"
 #include "gguf/reader.h"
 #include "model/model.h"
+#include "server/api_service_server.h"
 #include "server/http_test_client.h"
 #include "server/service/api_service_gate.h"
 #include "server/webui/static_reply.h"
@@ -77,15 +78,9 @@ class ApiServiceTest : public ::testing::Test {
 
   // A service with `options` behind a fresh server.
   void serve(ApiServiceOptions options = {}) {
-    auto chat_template = tokenizer::ChatTemplate::parse(tokenizer::kChatMLTemplate);
-    ASSERT_TRUE(chat_template.ok());
-    service_ = std::make_unique<ApiService>(
-        *shared->engine, *shared->tokenizer,
-        ModelInfo{.name = "stories", .created = 1, .max_model_len = kMaxModelLen},
-        std::move(*chat_template), std::move(options), metrics_);
-    server_ =
-        testing::start_server([this](Exchange& exchange) { return service_->handle(exchange); });
-    ASSERT_NE(server_, nullptr);
+    testing::start_api_service(*shared->engine, *shared->tokenizer,
+                               ModelInfo{.name = "stories", .created = 1, .max_model_len = kMaxModelLen},
+                               tokenizer::kChatMLTemplate, std::move(options), metrics_, service_, server_);
   }
   void TearDown() override {
     if (server_) server_->stop();

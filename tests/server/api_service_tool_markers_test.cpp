@@ -14,6 +14,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "engine/engine.h"
 #include "model/model.h"
+#include "server/api_service_server.h"
 #include "server/http_test_client.h"
 #include "server/service/api_service.h"
 #include "server/tools/tool_test_util.h"
@@ -76,15 +77,9 @@ class ToolMarkersTest : public ::testing::Test {
   }
 
   void serve(const std::string& template_source) {
-    auto chat_template = tokenizer::ChatTemplate::parse(template_source);
-    ASSERT_TRUE(chat_template.ok()) << chat_template.status().message();
-    service_ = std::make_unique<ApiService>(
-        *engine_, *tokenizer_,
-        ModelInfo{.name = "markers", .created = 1, .max_model_len = kMaxModelLen},
-        std::move(*chat_template), ApiServiceOptions{}, metrics_);
-    server_ =
-        testing::start_server([this](Exchange& exchange) { return service_->handle(exchange); });
-    ASSERT_NE(server_, nullptr);
+    testing::start_api_service(*engine_, *tokenizer_,
+                               ModelInfo{.name = "markers", .created = 1, .max_model_len = kMaxModelLen},
+                               template_source, ApiServiceOptions{}, metrics_, service_, server_);
   }
   void TearDown() override {
     if (server_) server_->stop();
