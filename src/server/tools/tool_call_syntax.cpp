@@ -187,22 +187,22 @@ Scan call_list(Cursor& cursor, BlockScan& block, std::string_view close) {
 }
 
 Scan hermes_block(Cursor& cursor, BlockScan& block) {
-  PAGODA_SCAN(cursor.literal("<tool_call>"));
+  PAGODA_SCAN(cursor.literal(kHermesCallOpen));
   cursor.skip_space();
   block.calls.emplace_back();
   PAGODA_SCAN(call_object(cursor, block.calls.back()));
   cursor.skip_space();
-  return cursor.literal("</tool_call>");
+  return cursor.literal(kHermesCallClose);
 }
 
 Scan llama_block(Cursor& cursor, BlockScan& block) {
-  if (cursor.literal("<|python_tag|>") == Scan::kOk) cursor.skip_space();
+  if (cursor.literal(kLlamaPythonTag) == Scan::kOk) cursor.skip_space();
   block.calls.emplace_back();
   return call_object(cursor, block.calls.back());
 }
 
 Scan mistral_block(Cursor& cursor, BlockScan& block) {
-  PAGODA_SCAN(cursor.literal("[TOOL_CALLS]"));
+  PAGODA_SCAN(cursor.literal(kMistralToolCalls));
   cursor.skip_space();
   if (cursor.at_end()) return Scan::kPartial;
   if (cursor.peek() == '{') {  // one call without the list
@@ -239,11 +239,11 @@ Scan generic_block(Cursor& cursor, BlockScan& block) {
 
 #undef PAGODA_SCAN
 
-constexpr std::array<std::string_view, 1> kHermesOpenings = {"<tool_call>"};
+constexpr std::array<std::string_view, 1> kHermesOpenings = {kHermesCallOpen};
 // Llama's call is a bare JSON object, which may have whitespace after its brace: any '{'
 // may open one (an object that is not a call goes back to the text once it is whole).
-constexpr std::array<std::string_view, 2> kLlamaOpenings = {"<|python_tag|>", "{"};
-constexpr std::array<std::string_view, 1> kMistralOpenings = {"[TOOL_CALLS]"};
+constexpr std::array<std::string_view, 2> kLlamaOpenings = {kLlamaPythonTag, "{"};
+constexpr std::array<std::string_view, 1> kMistralOpenings = {kMistralToolCalls};
 constexpr std::array<std::string_view, 1> kGenericOpenings = {"{"};
 
 }  // namespace

@@ -5,9 +5,9 @@
 namespace pagoda::server::tools {
 namespace {
 
-constexpr std::array<std::string_view, 2> kHermesMarkers = {"<tool_call>", "</tool_call>"};
-constexpr std::array<std::string_view, 1> kLlamaMarkers = {"<|python_tag|>"};
-constexpr std::array<std::string_view, 1> kMistralMarkers = {"[TOOL_CALLS]"};
+constexpr std::array<std::string_view, 2> kHermesMarkers = {kHermesCallOpen, kHermesCallClose};
+constexpr std::array<std::string_view, 1> kLlamaMarkers = {kLlamaPythonTag};
+constexpr std::array<std::string_view, 1> kMistralMarkers = {kMistralToolCalls};
 
 bool contains(std::string_view text, std::string_view part) {
   return text.find(part) != std::string_view::npos;
@@ -32,10 +32,10 @@ std::string_view tool_family_name(ToolFamily family) {
 ToolFamily detect_tool_family(std::string_view source) {
   // A template that shows no tools cannot have taught the model a syntax for them.
   if (!contains(source, "tools")) return ToolFamily::kGeneric;
-  if (contains(source, "<tool_call>")) return ToolFamily::kHermes;
-  if (contains(source, "[TOOL_CALLS]")) return ToolFamily::kMistral;
+  if (contains(source, kHermesCallOpen)) return ToolFamily::kHermes;
+  if (contains(source, kMistralToolCalls)) return ToolFamily::kMistral;
   // Llama 3.1 names its tag; 3.2 and 3.3 only describe the JSON with "parameters".
-  if (contains(source, "<|python_tag|>")) return ToolFamily::kLlama3;
+  if (contains(source, kLlamaPythonTag)) return ToolFamily::kLlama3;
   if (contains(source, "<|start_header_id|>") && contains(source, "\"parameters\"")) {
     return ToolFamily::kLlama3;
   }

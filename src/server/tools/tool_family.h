@@ -25,10 +25,17 @@ std::string_view tool_family_name(ToolFamily family);
 // `tools` is kGeneric, whatever else it holds.
 ToolFamily detect_tool_family(std::string_view template_source);
 
+// The fixed strings of the families' call syntaxes, named once for the detection, the
+// call parser, the grammars' triggers and call_markers.
+inline constexpr std::string_view kHermesCallOpen = "<tool_call>";
+inline constexpr std::string_view kHermesCallClose = "</tool_call>";
+inline constexpr std::string_view kLlamaPythonTag = "<|python_tag|>";
+inline constexpr std::string_view kMistralToolCalls = "[TOOL_CALLS]";
+
 // The fixed strings of the family's call syntax that a vocabulary may hold as one token
-// ("<tool_call>", "</tool_call>", "<|python_tag|>", "[TOOL_CALLS]"). Where such a token is
-// a control token (Mistral's [TOOL_CALLS], Llama 3's <|python_tag|>), it must be shown
-// as text in the output of a request that may call, or the call is not seen.
+// (those above). Where such a token is a control token (Mistral's [TOOL_CALLS], Llama 3's
+// <|python_tag|>), it must be shown as text in the output of a request that may call, or
+// the call is not seen.
 std::span<const std::string_view> call_markers(ToolFamily family);
 
 }  // namespace pagoda::server::tools

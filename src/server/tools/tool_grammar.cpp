@@ -66,11 +66,11 @@ std::string calls_rule(ToolFamily family, bool several) {
 std::vector<std::string> triggers_of(ToolFamily family) {
   switch (family) {
     case ToolFamily::kHermes:
-      return {"<tool_call>"};
+      return {std::string(kHermesCallOpen)};
     case ToolFamily::kLlama3:
-      return {"<|python_tag|>", "{\"name\""};
+      return {std::string(kLlamaPythonTag), "{\"name\""};
     case ToolFamily::kMistral:
-      return {"[TOOL_CALLS]"};
+      return {std::string(kMistralToolCalls)};
     case ToolFamily::kGeneric:
       return {};
   }
