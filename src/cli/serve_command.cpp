@@ -46,7 +46,6 @@ server::HttpServerOptions http_options(const server::ServeConfig& config) {
   return options;
 }
 
-
 // The template every conversation renders with: --chat-template's file, else the model's
 // own (ChatML when it has none, or when ours cannot parse it), chosen once and logged.
 Expected<tokenizer::ChatTemplate> choose_chat_template(const server::ServeConfig& config,

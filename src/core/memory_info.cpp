@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <charconv>
-#include <fstream>
-#include <sstream>
 #include <string>
+
+#include "core/text_file.h"
 
 namespace pagoda {
 namespace {
@@ -30,11 +30,8 @@ Expected<uint64_t> parse_mem_available(std::string_view meminfo) {
 }
 
 Expected<uint64_t> available_memory_bytes() {
-  std::ifstream file("/proc/meminfo");
-  if (!file) return io_error("cannot read /proc/meminfo");
-  std::ostringstream text;
-  text << file.rdbuf();
-  return parse_mem_available(text.str());
+  PAGODA_ASSIGN_OR_RETURN(const std::string text, read_text_file("/proc/meminfo"));
+  return parse_mem_available(text);
 }
 
 }  // namespace pagoda

@@ -21,7 +21,10 @@ std::byte* WeightCopies::arena_room(size_t bytes) {
   if (rounded > arena_left_) {
     if (!charge(kArenaBytes)) return nullptr;
     AlignedPtr arena = allocate_aligned(kArenaBytes);
-    if (arena == nullptr) return nullptr;
+    if (arena == nullptr) {
+      used_ -= kArenaBytes;  // nothing was copied into it
+      return nullptr;
+    }
     arena_next_ = arena.get();
     arena_left_ = kArenaBytes;
     copies_.push_back(std::move(arena));
@@ -40,7 +43,11 @@ const void* WeightCopies::copy(const void* data, size_t bytes) {
   } else if (charge(bytes)) {
     AlignedPtr own = allocate_aligned(bytes);
     room = own.get();
-    if (own != nullptr) copies_.push_back(std::move(own));
+    if (own != nullptr) {
+      copies_.push_back(std::move(own));
+    } else {
+      used_ -= bytes;  // nothing was copied
+    }
   }
   if (room == nullptr) return nullptr;
   std::memcpy(room, data, bytes);

@@ -2,9 +2,10 @@
 // Per-op device time, for finding where a step's time goes (CudaBackendOptions::
 // profile_ops; `pagoda bench --device cuda --profile-ops`). Each op is bracketed by a pair
 // of CUDA events recorded on the stream; at synchronize() the elapsed times are read and
-// summed by op name (an op, and for a matmul its weight type and shape: backend/op_times.h). The events are
-// created once, at the backend's start: a step allocates nothing, and a step with more
-// ops than events leaves the rest untimed (counted as such).
+// summed by op name (an op, and for a matmul its weight type and shape:
+// backend/op_times.h). The events are created once, at the backend's start: a step
+// allocates nothing, and a step with more ops than events leaves the rest untimed
+// (counted as such).
 
 #include <cuda_runtime_api.h>
 
