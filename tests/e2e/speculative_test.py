@@ -51,7 +51,12 @@ def spec_metrics(server):
 
 
 def test_prompt_lookup():
-    with PagodaServer(ARGS, "--max-model-len", "1024", "--speculative-ngram") as server:
+    # The test model does not repeat the code it is asked to, so the adaptive counts back
+    # off after a few proposals, how soon depending on the step times measured: every
+    # proposal is verified here, as in test_draft_model, so that the counts are the same
+    # on every run.
+    with PagodaServer(ARGS, "--max-model-len", "1024", "--speculative-ngram",
+                      "--no-speculative-adaptive") as server:
         before = spec_metrics(server)
         check_equal(before[0], 0.0, "no proposals before any request")
         check_same_answers(server)
