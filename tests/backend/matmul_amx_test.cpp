@@ -53,7 +53,7 @@ TEST_P(MatmulAmxTest, SameBitsOnExtremeValues) {
                    std::string(dtype_name(type)) + " extremes");
 }
 
-INSTANTIATE_TEST_SUITE_P(TileTypes, MatmulAmxTest, ::testing::Values(DType::Q4_K, DType::Q5_K),
+INSTANTIATE_TEST_SUITE_P(TileTypes, MatmulAmxTest, ::testing::Values(DType::Q4_K, DType::Q5_K, DType::Q6_K),
                          [](const auto& info) { return std::string(dtype_name(info.param)); });
 
 }  // namespace

@@ -27,14 +27,17 @@ const TileKernel* find_tile_kernel(DType weight, Isa isa, CpuNumerics numerics) 
       kQ4_KVnni{avx512vnni::tile_q4_K, false, false, false, true, false, 16},
       kQ5_KVnni{avx512vnni::tile_q5_K, false, false, false, true, false, 16},
       kQ6_KVnni{avx512vnni::tile_q6_K, false, false, false, true, false, 16};
-  // Q4_K and Q5_K on the tile unit: the VNNI strips' bits, the integer products faster.
+  // The k-quants on the tile unit: the VNNI strips' bits, the integer products faster.
   static constexpr TileKernel kQ4_KAmx{amx::tile_q4_K, false, false, false, true, false, 16, nullptr,
                                        amx::prepare_activations_q8_K, amx::activation_tiles_q8_K},
       kQ5_KAmx{amx::tile_q5_K, false, false, false, true, false, 16, nullptr,
+               amx::prepare_activations_q8_K, amx::activation_tiles_q8_K},
+      kQ6_KAmx{amx::tile_q6_K, false, false, false, true, false, 16, nullptr,
                amx::prepare_activations_q8_K, amx::activation_tiles_q8_K};
   if (isa == Isa::kAmx && !mirror_reference) {
     if (weight == DType::Q4_K) return &kQ4_KAmx;
     if (weight == DType::Q5_K) return &kQ5_KAmx;
+    if (weight == DType::Q6_K) return &kQ6_KAmx;
   }
   if (isa >= Isa::kAvx512Vnni && !mirror_reference) {
     switch (weight) {

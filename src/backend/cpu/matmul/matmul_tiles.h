@@ -164,7 +164,9 @@ size_t repack_q4_1(const TileJob& job, std::byte* out);
 namespace amx {
 void tile_q4_K(const TileJob& job);
 void tile_q5_K(const TileJob& job);
-// TileKernel::prepare_activations and activation_tiles_bytes of both: Q8_K rows as B tiles.
+void tile_q6_K(const TileJob& job);
+// TileKernel::prepare_activations and activation_tiles_bytes of all three: Q8_K rows as
+// B tiles, one layout (a Q4_K_M model's Q4_K and Q6_K products share it).
 void prepare_activations_q8_K(const TileJob& job, int64_t first, int64_t end, std::byte* out);
 size_t activation_tiles_q8_K(int64_t n_in, int64_t n_tokens);
 }  // namespace amx
