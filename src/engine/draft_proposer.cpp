@@ -21,19 +21,10 @@ Expected<std::unique_ptr<DraftProposer>> DraftProposer::create(model::Model& dra
                             .max_logit_rows = load.max_logit_rows};
   PAGODA_ASSIGN_OR_RETURN(ModelRunner runner, ModelRunner::create(draft, backend, *storage, limits));
   auto proposer = std::unique_ptr<DraftProposer>(new DraftProposer(std::move(storage), std::move(runner)));
-  PAGODA_TRY(proposer->warm_up(std::min(config.block_size, limits.max_batch_tokens)));
+  // Warmed up, so that a request's first catch-up is not charged for what the backend
+  // prepares on a first use and the catch-up cost first measured is a true one.
+  PAGODA_TRY(proposer->runner_.warm_up());
   return proposer;
-}
-
-Status DraftProposer::warm_up(int32_t n_tokens) {
-  const std::vector<int32_t> tokens(static_cast<size_t>(n_tokens), 0);
-  const std::vector<int32_t> block_table = {0};
-  RunnerSequence sequence;
-  sequence.n_tokens = n_tokens;
-  sequence.samples = true;
-  sequence.tokens = tokens;
-  sequence.block_table = block_table;
-  return runner_.execute({}, std::span<const RunnerSequence>(&sequence, 1)).status();
 }
 
 uint64_t DraftProposer::block_bytes(const model::Model& draft, const EngineConfig& config) {

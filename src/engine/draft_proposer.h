@@ -63,13 +63,6 @@ class DraftProposer {
   double catch_up_seconds_per_token() const { return catch_up_seconds_per_token_; }
 
  private:
-  // One pass of n_tokens prompt tokens before any request: the backend prepares what the
-  // draft's first batched pass would otherwise pay for inside a request (weights kept
-  // repacked, scratch), so that a request's first catch-up is not charged for it and the
-  // catch-up cost first measured is a true one. The K/V it writes into block 0 is never
-  // read: a request's draft K/V counts only once written for it (draft_computed_tokens).
-  Status warm_up(int32_t n_tokens);
-
   DraftProposer(std::unique_ptr<backend::KvStorage> storage, ModelRunner runner);
   // Proposal `index` of `request` from the draft's next-token logits ([n_vocab]).
   Status choose(Request& request, size_t index, std::span<const float> logits);

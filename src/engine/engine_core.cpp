@@ -80,6 +80,7 @@ Expected<std::unique_ptr<EngineCore>> EngineCore::create(model::Model& model,
                             .max_logit_rows = resolved.max_logit_rows()};
   PAGODA_ASSIGN_OR_RETURN(ModelRunner runner,
                           ModelRunner::create(model, backend, *storage, limits));
+  PAGODA_TRY(runner.warm_up());
   std::unique_ptr<DraftProposer> draft;
   if (drafts) {
     PAGODA_ASSIGN_OR_RETURN(draft, DraftProposer::create(*draft_model, backend, resolved, shape.n_blocks));

@@ -1,6 +1,8 @@
 #include "engine/model_runner.h"
 
+#include <algorithm>
 #include <string>
+#include <vector>
 
 namespace pagoda::engine {
 namespace {
@@ -132,6 +134,19 @@ Expected<model::ForwardBatch> ModelRunner::prepare(std::span<const RunnerSequenc
   // The one place a batch is checked: the model and the backend only assert it.
   PAGODA_TRY(model::check_batch(batch, model_->config(), model_->batch_limits(), *kv_, logits_));
   return batch;
+}
+
+Status ModelRunner::warm_up() {
+  const int32_t n_tokens = std::min(block_size_, limits_.max_batch_tokens);
+  const std::vector<int32_t> tokens(static_cast<size_t>(n_tokens), 0);
+  const std::vector<int32_t> block_table = {0};
+  RunnerSequence sequence;
+  sequence.n_tokens = n_tokens;
+  sequence.samples = true;
+  sequence.tokens = tokens;
+  sequence.block_table = block_table;
+  sequence.n_logit_rows = std::min(n_tokens, limits_.max_logit_rows);
+  return execute({}, std::span<const RunnerSequence>(&sequence, 1)).status();
 }
 
 Status ModelRunner::copy_blocks(std::span<const kv::BlockCopy> copies) {

@@ -84,6 +84,15 @@ class ModelRunner {
   // Performs `copies` in order (execute() does it first).
   Status copy_blocks(std::span<const kv::BlockCopy> copies);
 
+  // One pass before any request: a block's worth of tokens (at most the step's limit),
+  // with logits for as many rows as a step may ask. The backend then prepares what a
+  // first batched pass would otherwise pay for inside a request's step (weights kept
+  // repacked, the output head's among them; scratch), so that no request waits on it
+  // and no step cost measured for speculation includes it. Writes K/V into block 0
+  // only, which no request reads before writing its own: a request's K/V counts once
+  // written for it, and no prefix-cache hash is made from this pass.
+  Status warm_up();
+
   const RunnerLimits& limits() const { return limits_; }
 
  private:

@@ -107,13 +107,13 @@ class EngineApi : public ::testing::Test {
 // aborts are queued: the running request is still running when they land.
 TEST_F(EngineApi, AbortEndsWaitingAndRunningRequestsAndFreesTheirBlocks) {
   config_.scheduler.max_running = 1;  // the second request has to wait
-  GatedModel gated(*m_.model);
-  // Closed while both are added: on a loaded machine the engine could otherwise run its
-  // three steps and block in the fourth before the second request reaches its inbox.
-  gated.limit(0);
+  GatedModel gated(*m_.model);  // open while the engine is made: it warms the model up
   Expected<std::unique_ptr<Engine>> engine =
       Engine::create(gated, *m_.backend, *m_.tokenizer, config_);
   ASSERT_TRUE(engine.ok()) << engine.status().message();
+  // Closed while both are added: on a loaded machine the engine could otherwise run its
+  // three steps and block in the fourth before the second request reaches its inbox.
+  gated.limit(0);
   const OpenOnExit open_on_exit{gated};
   auto sink = std::make_shared<RecordingSink>();
   const RequestId running = add(**engine, greedy(prompt_of(1, 40), 400), sink);
@@ -272,10 +272,10 @@ TEST_F(EngineApi, AddsFromSeveralThreadsAtOnce) {
 // with the error; the engine then serves the next request normally.
 TEST_F(EngineApi, AFailedForwardPassFailsTheRequestsOfThatStepOnly) {
   GatedModel gated(*m_.model, /*poison=*/500);
-  gated.limit(2);
   Expected<std::unique_ptr<Engine>> created =
       Engine::create(gated, *m_.backend, *m_.tokenizer, config_);
   ASSERT_TRUE(created.ok()) << created.status().message();
+  gated.limit(2);  // after the engine's warm-up pass
   const OpenOnExit open_on_exit{gated};
   Engine& engine = **created;
   auto sink = std::make_shared<RecordingSink>();
@@ -305,10 +305,10 @@ TEST_F(EngineApi, AFailedForwardPassFailsTheRequestsOfThatStepOnly) {
 // has); released, it ends the running request and those added meanwhile.
 TEST_F(EngineApi, ShutdownAbortsWhatIsLeft) {
   GatedModel gated(*m_.model);
-  gated.limit(2);
   Expected<std::unique_ptr<Engine>> created =
       Engine::create(gated, *m_.backend, *m_.tokenizer, config_);
   ASSERT_TRUE(created.ok()) << created.status().message();
+  gated.limit(2);  // after the engine's warm-up pass
   const OpenOnExit open_on_exit{gated};
   Engine& engine = **created;
   auto sink = std::make_shared<RecordingSink>();
