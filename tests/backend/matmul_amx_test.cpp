@@ -1,9 +1,10 @@
-// The AMX strip kernels (Q4_K and Q5_K on the tile unit) give the same bits as the VNNI
-// strip kernels for every token count (the single-token path, a part of a 16-token group,
-// whole groups in pairs and alone, several passes over the activations), for partial
-// strips and panels, and on extreme weights (every quant at 0 or its top, the largest scales and
-// minimums, whose q x hi / q x lo split must stay exact). So a machine with AMX decodes
-// the same tokens as one without, and batch invariance holds across the kernels.
+// The AMX strip kernels (Q4_K, Q5_K and Q6_K on the tile unit) give the same bits as the
+// VNNI strip kernels for every token count (the single-token path, a part of a 16-token
+// group, whole groups in pairs and alone, several passes over the activations), for
+// partial strips and panels, and on extreme weights (every quant at 0 or its top, the
+// largest scales and minimums, whose split into digits must stay exact: Q4_K's q x hi /
+// q x lo, Q6_K's three signed digits of scales down to -128). So a machine with AMX
+// decodes the same tokens as one without, and batch invariance holds across the kernels.
 
 #include <gtest/gtest.h>
 
@@ -12,8 +13,10 @@
 #include <vector>
 
 #include "backend/cpu/matmul/matmul.h"
+#include "core/fp16.h"
 #include "matmul_compare.h"
 #include "backend/cpu/matmul/matmul_tiles.h"
+#include "quant/blocks.h"
 #include "quant/quantize.h"
 #include "test_util.h"
 
@@ -51,6 +54,33 @@ TEST_P(MatmulAmxTest, SameBitsOnExtremeValues) {
   Matrix x = extreme_activations(n_tokens, n_in);
   expect_same_bits(run_matmul(Isa::kAmx, 2, w, x, n_out), run_matmul(Isa::kAvx512Vnni, 2, w, x, n_out),
                    std::string(dtype_name(type)) + " extremes");
+}
+
+// Q6_K blocks written directly, so that every scale in [-128, 127] meets values at both
+// ends of [0, 63]: each super-block of 16 rows x 16 groups holds all 256 scales once
+// (shifted by the super-block), the values cycle through 0, 63 and others.
+TEST(MatmulAmxQ6_KTest, EveryScaleGivesTheSameBitsAsVnniStrips) {
+  if (!quant::isa_available(Isa::kAmx)) GTEST_SKIP() << "this CPU lacks amx (or PAGODA_MAX_ISA caps it)";
+  const int64_t n_in = 1024, n_out = 32, n_blocks = n_in / quant::kQK_K;
+  std::vector<quant::BlockQ6_K> blocks(size_t(n_out * n_blocks));
+  for (int64_t r = 0; r < n_out; ++r) {
+    for (int64_t b = 0; b < n_blocks; ++b) {
+      quant::BlockQ6_K& block = blocks[size_t(r * n_blocks + b)];
+      for (int i = 0; i < 128; ++i) block.ql[i] = uint8_t(i % 3 == 0 ? 0x00 : i % 3 == 1 ? 0xff : (i * 37 + r) & 0xff);
+      for (int i = 0; i < 64; ++i) block.qh[i] = uint8_t(i % 2 == 0 ? 0x00 : i % 5 == 1 ? 0xff : (i * 91 + b) & 0xff);
+      for (int g = 0; g < 16; ++g) block.scales[g] = int8_t((16 * (r % 16) + g + 64 * b) % 256 - 128);
+      block.d = f32_to_fp16(0.001f * float(1 + r % 7));
+    }
+  }
+  const TensorView w = make_view(blocks.data(), DType::Q6_K, n_in, n_out);
+  for (const int64_t n_tokens : {int64_t{5}, int64_t{16}, int64_t{37}}) {
+    Matrix extreme = extreme_activations(n_tokens, n_in);
+    Matrix random(n_tokens, n_in, 3, 40 + uint32_t(n_tokens), 2.0f);
+    for (Matrix* x : {&extreme, &random}) {
+      expect_same_bits(run_matmul(Isa::kAmx, 2, w, *x, n_out), run_matmul(Isa::kAvx512Vnni, 2, w, *x, n_out),
+                       "q6_K every scale, " + std::to_string(n_tokens) + " tokens");
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(TileTypes, MatmulAmxTest, ::testing::Values(DType::Q4_K, DType::Q5_K, DType::Q6_K),

@@ -33,7 +33,8 @@ constexpr int kTileTokens = static_cast<int>(kActivationTileTokens);
 struct alignas(64) ActivationTiles {
   int8_t q[4][16][64];  // [run k][line i: the run's values 4 i .. 4 i + 3 (run_dwords)][token x 4]
   // [sub-block pair p][token]: the sums of sub-blocks 2 p and 2 p + 1 (32 quants each)
-  // in the low and high 16 bits, against a row's minimums pair (vpdpwssd).
+  // in the low and high 16 bits, against a row's minimums pair (vpdpwssd; Q4_K and Q5_K,
+  // Q6_K has no minimums).
   int32_t bsum_pairs[4][kTileTokens];
   float d[kTileTokens];  // 0 for tokens past the last
 };
