@@ -8,9 +8,10 @@
 //
 // Only weights the backend was handed by upload_weight are kept (they do not change
 // while the backend lives), within a byte budget, in the order batched matmuls first
-// use them; each is repacked once, over the thread pool, on that first use. The others,
-// and every tile of fewer than kMinStripTokens tokens (which reads the rows as stored),
-// take the kernels' own repacking.
+// use them; each is repacked once, over the thread pool, on that first use. The others
+// take the kernels' own repacking. Tiles of fewer than kMinStripTokens tokens read the
+// rows as stored, except for the kernels whose kept copies serve them too
+// (TileKernel::kept_for_single_tokens).
 
 #include <compare>
 #include <cstddef>

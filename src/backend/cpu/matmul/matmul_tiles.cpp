@@ -17,12 +17,14 @@ const TileKernel* find_tile_kernel(DType weight, Isa isa, CpuNumerics numerics) 
       kQ6_K{avx2::tile_q6_K, false, false, false, true};
   // 16-row VNNI strips: the AVX2 strip kernels' bits, faster. Activation sums for all
   // but the formats with a minimum: signed weights are stored with 128 added. The
-  // k-quants read their Q8_K blocks' own bsums.
+  // k-quants read their Q8_K blocks' own bsums. The nibble formats' kept copies serve
+  // single tokens too (Q8_0's are larger than its rows, whose own single-token kernel
+  // streams them faster).
   static constexpr TileKernel kQ8_0Vnni{avx512vnni::tile_q8_0, true, false, false, true, true, 16, avx512vnni::repack_q8_0},
-      kQ4_0Vnni{avx512vnni::tile_q4_0, true, false, false, true, true, 16, avx512vnni::repack_q4_0},
+      kQ4_0Vnni{avx512vnni::tile_q4_0, true, false, false, true, true, 16, avx512vnni::repack_q4_0, nullptr, nullptr, true},
       kQ5_0Vnni{avx512vnni::tile_q5_0, true, false, false, true, true, 16},
-      kIQ4_NLVnni{avx512vnni::tile_iq4_nl, true, false, false, true, true, 16, avx512vnni::repack_iq4_nl},
-      kQ4_1Vnni{avx512vnni::tile_q4_1, false, false, false, true, true, 16, avx512vnni::repack_q4_1},
+      kIQ4_NLVnni{avx512vnni::tile_iq4_nl, true, false, false, true, true, 16, avx512vnni::repack_iq4_nl, nullptr, nullptr, true},
+      kQ4_1Vnni{avx512vnni::tile_q4_1, false, false, false, true, true, 16, avx512vnni::repack_q4_1, nullptr, nullptr, true},
       kQ5_1Vnni{avx512vnni::tile_q5_1, false, false, false, true, true, 16},
       kQ4_KVnni{avx512vnni::tile_q4_K, false, false, false, true, false, 16},
       kQ5_KVnni{avx512vnni::tile_q5_K, false, false, false, true, false, 16},

@@ -106,6 +106,12 @@ struct TileKernel {
   // n_tokens); once per matmul, for every tile to read (TileJob::a_tiles).
   void (*prepare_activations)(const TileJob& job, int64_t first, int64_t end, std::byte* out) = nullptr;
   size_t (*activation_tiles_bytes)(int64_t n_in, int64_t n_tokens) = nullptr;
+  // Tiles of fewer than kMinStripTokens tokens multiply the rows' kept copy too, where
+  // there is one: it is the size of the rows as stored, one run of bytes per strip (the
+  // single-token kernel reads 16 rows side by side), and a model decoding with batched
+  // steps between (speculation, other requests) then keeps one form of its weights in
+  // cache, not two.
+  bool kept_for_single_tokens = false;
 };
 
 // The tiled kernel for `weight` on `isa` or a lower ISA: under kFast the fastest one,
