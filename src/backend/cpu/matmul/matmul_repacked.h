@@ -11,7 +11,7 @@
 // use them; each is repacked once, over the thread pool, on that first use. The others
 // take the kernels' own repacking. Tiles of fewer than kMinStripTokens tokens read the
 // rows as stored, except for the kernels whose kept copies serve them too
-// (TileKernel::kept_for_single_tokens).
+// (TileKernel::kept_for_single_tokens_up_to).
 
 #include <compare>
 #include <cstddef>

@@ -261,7 +261,7 @@ inline void prefetch_strip_block(const TileJob& job, const char* ahead, int64_t 
 // strip at `ahead` as it goes: prefetch_strip_block). As avx2::run_strips: every strip is
 // repacked once into scratch, then passes over the tokens. Rows kept repacked
 // (job.strips, in Kept's layout: the format's TileKernel::repack) are multiplied as they
-// are, for any number of tokens (TileKernel::kept_for_single_tokens). `single_tokens`
+// are, for any number of tokens (TileKernel::kept_for_single_tokens_up_to). `single_tokens`
 // (the VNNI single-token kernel of the format where there is one, else the AVX2 kernel)
 // runs tiles of fewer than kMinRepackTokens tokens whose rows are not kept.
 template <class Format, class Kept = Format>

@@ -42,12 +42,14 @@ inline __m512 load_halves16(const uint16_t* halves) {
 }
 
 // The Q8_0 kept copies (TileKernel::repack): the same values, the scales as f16 and no
-// minimums: 576 bytes per 16 x 32 values instead of 640. A small model's Q8_0 output
+// minimums: 544 bytes per 16 x 32 values instead of 640, the size of the rows as stored
+// (32-byte aligned: the scales are read with aligned loads). A small model's Q8_0 output
 // head is a third of the bytes a decoding step streams, and its matmul waits on them.
-struct alignas(64) Strip8x16 {
+struct alignas(32) Strip8x16 {
   uint8_t qs[8][64];
   uint16_t d[kStrip16Rows];
 };
+static_assert(sizeof(Strip8x16) == 544);
 
 // The activations of tokens col..col + C - 1: each token's blocks, their scales as f32
 // (d, or for Q8_1 d then s) and, for the offset formats, their quant sums.

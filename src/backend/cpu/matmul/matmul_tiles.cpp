@@ -1,8 +1,12 @@
 #include "backend/cpu/matmul/matmul_tiles.h"
 
+#include <cstdint>
+#include <limits>
+
 namespace pagoda::backend::cpu {
 
 const TileKernel* find_tile_kernel(DType weight, Isa isa, CpuNumerics numerics) {
+  constexpr int64_t kAnyLength = std::numeric_limits<int64_t>::max();
   const bool mirror_reference = numerics == CpuNumerics::kReference;
   // The reference repacks Q4_0, IQ4_NL and Q4_K into 8-row groups on AVX2 and multiplies
   // them as the strip kernels do; Q8_0, Q5_0, Q4_1 and Q5_1 it multiplies pair by pair,
@@ -17,14 +21,17 @@ const TileKernel* find_tile_kernel(DType weight, Isa isa, CpuNumerics numerics) 
       kQ6_K{avx2::tile_q6_K, false, false, false, true};
   // 16-row VNNI strips: the AVX2 strip kernels' bits, faster. Activation sums for all
   // but the formats with a minimum: signed weights are stored with 128 added. The
-  // k-quants read their Q8_K blocks' own bsums. The nibble formats' kept copies serve
-  // single tokens too (Q8_0's are larger than its rows, whose own single-token kernel
-  // streams them faster).
-  static constexpr TileKernel kQ8_0Vnni{avx512vnni::tile_q8_0, true, false, false, true, true, 16, avx512vnni::repack_q8_0},
-      kQ4_0Vnni{avx512vnni::tile_q4_0, true, false, false, true, true, 16, avx512vnni::repack_q4_0, nullptr, nullptr, true},
+  // k-quants read their Q8_K blocks' own bsums. Kept copies serve single tokens too: the
+  // nibble formats' always (their single-token kernel reads 16 rows side by side); Q8_0's
+  // for rows of up to 1024 values, where its row-by-row single-token kernel spends much
+  // of its time summing each row's lanes (SmolLM2's 576-value output head read from L3:
+  // 40 GB/s on it, 57 on the kept copy), not for longer rows, which it streams from
+  // memory 5-13% faster.
+  static constexpr TileKernel kQ8_0Vnni{avx512vnni::tile_q8_0, true, false, false, true, true, 16, avx512vnni::repack_q8_0, nullptr, nullptr, 1024},
+      kQ4_0Vnni{avx512vnni::tile_q4_0, true, false, false, true, true, 16, avx512vnni::repack_q4_0, nullptr, nullptr, kAnyLength},
       kQ5_0Vnni{avx512vnni::tile_q5_0, true, false, false, true, true, 16},
-      kIQ4_NLVnni{avx512vnni::tile_iq4_nl, true, false, false, true, true, 16, avx512vnni::repack_iq4_nl, nullptr, nullptr, true},
-      kQ4_1Vnni{avx512vnni::tile_q4_1, false, false, false, true, true, 16, avx512vnni::repack_q4_1, nullptr, nullptr, true},
+      kIQ4_NLVnni{avx512vnni::tile_iq4_nl, true, false, false, true, true, 16, avx512vnni::repack_iq4_nl, nullptr, nullptr, kAnyLength},
+      kQ4_1Vnni{avx512vnni::tile_q4_1, false, false, false, true, true, 16, avx512vnni::repack_q4_1, nullptr, nullptr, kAnyLength},
       kQ5_1Vnni{avx512vnni::tile_q5_1, false, false, false, true, true, 16},
       kQ4_KVnni{avx512vnni::tile_q4_K, false, false, false, true, false, 16},
       kQ5_KVnni{avx512vnni::tile_q5_K, false, false, false, true, false, 16},

@@ -107,11 +107,11 @@ struct TileKernel {
   void (*prepare_activations)(const TileJob& job, int64_t first, int64_t end, std::byte* out) = nullptr;
   size_t (*activation_tiles_bytes)(int64_t n_in, int64_t n_tokens) = nullptr;
   // Tiles of fewer than kMinStripTokens tokens multiply the rows' kept copy too, where
-  // there is one: it is the size of the rows as stored, one run of bytes per strip (the
-  // single-token kernel reads 16 rows side by side), and a model decoding with batched
-  // steps between (speculation, other requests) then keeps one form of its weights in
-  // cache, not two.
-  bool kept_for_single_tokens = false;
+  // there is one and the rows hold at most this many values (0: never). A kept copy is
+  // the size of the rows as stored, one run of bytes per strip, and a model decoding with
+  // batched steps between (speculation, other requests) then keeps one form of its
+  // weights in cache, not two.
+  int64_t kept_for_single_tokens_up_to = 0;
 };
 
 // The tiled kernel for `weight` on `isa` or a lower ISA: under kFast the fastest one,
