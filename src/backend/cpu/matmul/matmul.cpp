@@ -26,10 +26,10 @@ constexpr int64_t kMaxTileTokens = 64;
 constexpr int64_t kPanelsPerThread = 4;
 // The same for tiles of fewer than kMinStripTokens tokens: one panel each, one stream of
 // weight bytes per thread from the start of its rows to their end. Cut in four, each
-// panel restarted the stream (and its prefetch) and the threads' streams interleaved:
-// SmolLM2-135M, whose small matrices are read from L3, decoded 20% slower; the 1B models,
-// read from memory, the same. A thread that has not joined yet still leaves its panel to
-// the caller (ThreadPool hands tasks out one by one).
+// panel restarted the stream (and its prefetch) and the threads' streams interleaved,
+// which slowed a small model read from L3 markedly (a model read from memory, not). A
+// thread that has not joined yet still leaves its panel to the caller (ThreadPool hands
+// tasks out one by one).
 constexpr int64_t kSingleTokenPanelsPerThread = 1;
 
 // Asks for `bytes` bytes at p (__builtin_prefetch's locality: 3 into L1, 2 into L2).

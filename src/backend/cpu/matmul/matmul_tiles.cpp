@@ -24,9 +24,8 @@ const TileKernel* find_tile_kernel(DType weight, Isa isa, CpuNumerics numerics) 
   // k-quants read their Q8_K blocks' own bsums. Kept copies serve single tokens too: the
   // nibble formats' always (their single-token kernel reads 16 rows side by side); Q8_0's
   // for rows of up to 1024 values, where its row-by-row single-token kernel spends much
-  // of its time summing each row's lanes (SmolLM2's 576-value output head read from L3:
-  // 40 GB/s on it, 57 on the kept copy), not for longer rows, which it streams from
-  // memory 5-13% faster.
+  // of its time summing each row's lanes (a small model's output head), not for longer
+  // rows, which it streams from memory faster than the strips.
   static constexpr TileKernel kQ8_0Vnni{avx512vnni::tile_q8_0, true, false, false, true, true, 16, avx512vnni::repack_q8_0, nullptr, nullptr, 1024},
       kQ4_0Vnni{avx512vnni::tile_q4_0, true, false, false, true, true, 16, avx512vnni::repack_q4_0, nullptr, nullptr, kAnyLength},
       kQ5_0Vnni{avx512vnni::tile_q5_0, true, false, false, true, true, 16},
