@@ -19,6 +19,11 @@ namespace {
 constexpr int kBlockRows = 2;
 constexpr int kBlockCols = 2;
 constexpr int64_t kHalf = kReferenceGemmLanes / 2;
+// Tiles of at most this many tokens read their rows once, as a stream.
+constexpr int64_t kStreamTokens = 4;
+// Values of a weight row per 64-byte line: one prefetch per line and row.
+template <typename Value>
+constexpr int64_t kValuesPerLine = 64 / static_cast<int64_t>(sizeof(Value));
 
 struct F32Values {
   using Value = float;
@@ -57,7 +62,18 @@ void gemm_block(const TileJob& job, int64_t row, int64_t col) {
   for (int r = 0; r < R; ++r) {
     for (int c = 0; c < C; ++c) low[r][c] = high[r][c] = _mm256_setzero_ps();
   }
+  // Few tokens: the rows stream from memory, faster than the hardware prefetcher asks
+  // for them; the bytes ahead are asked for into L1 and L2 (matmul_tiles.h's distances;
+  // rows lie one after another, so past a row's end they are the next rows').
+  const bool stream = job.n_cols <= kStreamTokens;
   for (int64_t i = 0; i < job.n_in; i += kReferenceGemmLanes) {
+    if (stream && i % kValuesPerLine<Value> == 0) {
+      for (int r = 0; r < R; ++r) {
+        const char* p = reinterpret_cast<const char*>(w[r] + i);
+        _mm_prefetch(p + kRowPrefetchBytes, _MM_HINT_T0);
+        _mm_prefetch(p + kL2RowPrefetchBytes, _MM_HINT_T1);
+      }
+    }
     __m256 a_low[C], a_high[C];
     for (int c = 0; c < C; ++c) {
       a_low[c] = Values::load8(a[c] + i);
