@@ -5,7 +5,8 @@
 //    order, the lanes then added (i, i + 8), (i, i + 4), (0 + 2) + (1 + 3);
 //  - a single token, and the shapes the gemm declines: its vector dot products (the quant
 //    layer's dot_f32 / dot_f16, pinned in tests/quant/dot_float_order_test.cpp).
-// F16 weights multiply activations rounded to f16 first, in both.
+// F16 weights multiply activations rounded to f16 first, in both. Fast numerics take the
+// gemm for every batch; its AVX-512 form gives the same bits.
 
 #include <gtest/gtest.h>
 
@@ -141,6 +142,30 @@ TEST_P(MatmulFloatTest, TheBatchSizePicksTheSummationOrder) {
     }
     const Matrix y = multiply(w, x, n_out);
     for (int64_t t = 0; t < n_tokens; ++t) EXPECT_EQ(y.at(t, 0), n_tokens == 1 ? 1.0f : 0.0f) << n_tokens << " tokens";
+  }
+}
+
+// Fast numerics take the same gemm for every batch; on AVX-512 a tile of more than 4
+// tokens runs its one-register form (matmul_float_avx512.cpp), 4 rows x 4 tokens at a
+// time: the same bits, for partial blocks of rows and tokens too.
+TEST_P(MatmulFloatTest, TheAvx512GemmGivesTheGemmsBits) {
+  if (!quant::isa_available(Isa::kAvx512)) GTEST_SKIP() << "this CPU lacks avx512 (or PAGODA_MAX_ISA caps it)";
+  const DType type = GetParam();
+  const int64_t n_in = 160, n_out = 22;  // 5 row blocks of 4 and 2 rows
+  const Weights w = make_weights(type, random_values(size_t(n_in * n_out), 51, 0.5f), n_in, n_out);
+  for (const int64_t n_tokens : {int64_t{5}, int64_t{8}, int64_t{14}, int64_t{37}}) {
+    Matrix x(n_tokens, n_in, /*pad=*/2, 52 + uint32_t(n_tokens), 1.5f);
+    ThreadPool pool(2);
+    Matmul matmul(Isa::kAvx512, CpuNumerics::kFast);
+    Matrix y(n_tokens, n_out, /*pad=*/3);
+    ASSERT_TRUE(matmul.run(pool, w.view, x.view(), y.view()).ok());
+    for (int64_t t = 0; t < n_tokens; ++t) {
+      const std::vector<float> a = activations(x, t, type);
+      for (int64_t r = 0; r < n_out; ++r) {
+        ASSERT_EQ(y.at(t, r), gemm_model(&w.values[size_t(r * n_in)], a.data(), n_in))
+            << n_tokens << " tokens: token " << t << " row " << r;
+      }
+    }
   }
 }
 

@@ -22,10 +22,13 @@ const TileKernel* find_reference_float_tile(DType weight, Isa isa, int64_t n_in,
 const TileKernel* find_fast_float_tile(DType weight, Isa isa, int64_t n_in) {
   static constexpr TileKernel kF32{avx2::gemm_f32_lanes16, false, false, false};
   static constexpr TileKernel kF16{avx2::gemm_f16_lanes16, false, false, false};
+  static constexpr TileKernel kF32Avx512{avx512::gemm_f32_lanes16, false, false, false};
+  static constexpr TileKernel kF16Avx512{avx512::gemm_f16_lanes16, false, false, false};
   if (isa == Isa::kScalar || n_in % kReferenceGemmLanes != 0) return nullptr;
+  const bool avx512 = isa >= Isa::kAvx512;
   switch (weight) {
-    case DType::F32: return &kF32;
-    case DType::F16: return &kF16;
+    case DType::F32: return avx512 ? &kF32Avx512 : &kF32;
+    case DType::F16: return avx512 ? &kF16Avx512 : &kF16;
     default: return nullptr;
   }
 }

@@ -47,4 +47,12 @@ void gemm_f32_lanes16(const TileJob& job);
 void gemm_f16_lanes16(const TileJob& job);
 }  // namespace avx2
 
+// The same on AVX-512 (matmul_float_avx512.cpp): the same bits, each accumulator one
+// register; the fast numerics' kernels where the CPU has it (tiles of up to 4 tokens go
+// on to the AVX2 ones).
+namespace avx512 {
+void gemm_f32_lanes16(const TileJob& job);
+void gemm_f16_lanes16(const TileJob& job);
+}  // namespace avx512
+
 }  // namespace pagoda::backend::cpu

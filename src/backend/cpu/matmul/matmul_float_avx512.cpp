@@ -1,0 +1,123 @@
+// The fast float gemm (see matmul_float.h) on AVX-512: each output's 16-lane accumulator
+// is one 512-bit register, value i of every 16-value chunk fused into lane i, then the
+// lanes reduced as the reference's AVX-512 horizontal sum reduces them: lane for lane the
+// arithmetic of the AVX2 kernel (matmul_float_avx2.cpp, whose two 8-lane halves are this
+// register's halves), so the same bits, with half the multiply-adds and conversions. 4
+// weight rows x 4 tokens per block: 16 accumulators, each chunk loaded (F16: widened)
+// once for four dot products. Tiles of few tokens run the AVX2 kernel (kStreamTokens).
+
+#include <immintrin.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "backend/cpu/matmul/matmul_float.h"
+
+// GCC 12 warns that the "undefined" source vectors of _mm512_cvtph_ps and
+// _mm512_extractf32x8_ps may be used uninitialized (its header initializes them from
+// themselves, on purpose); they are never read.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
+namespace pagoda::backend::cpu::avx512 {
+namespace {
+
+constexpr int kBlockRows = 4;
+constexpr int kBlockCols = 4;
+// Tiles of at most this many tokens stream their rows from memory: the AVX2 kernel (its
+// rows asked for ahead) reads them as fast or faster; past it the multiply-adds and
+// conversions bound a tile, and here they take half the instructions.
+constexpr int64_t kStreamTokens = 4;
+
+struct F32Values {
+  using Value = float;
+  static __m512 load16(const float* p) { return _mm512_loadu_ps(p); }
+};
+struct F16Values {
+  using Value = uint16_t;
+  static __m512 load16(const uint16_t* p) {
+    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  }
+};
+
+// Sum of a 16-lane accumulator in the tree of the AVX-512 horizontal sum: lanes i +
+// (i + 8), then i + (i + 4), then (0 + 2) + (1 + 3).
+float reduce_lanes16(__m512 v) {
+  const __m256 s = _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
+  __m128 t = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
+  t = _mm_add_ps(t, _mm_movehl_ps(t, t));  // lanes 0 + 2 and 1 + 3
+  t = _mm_add_ss(t, _mm_movehdup_ps(t));
+  return _mm_cvtss_f32(t);
+}
+
+// Outputs of weight rows [row, row + R) x tokens [col, col + C) of the tile.
+template <class Values, int R, int C>
+void gemm_block(const TileJob& job, int64_t row, int64_t col) {
+  using Value = typename Values::Value;
+  const Value* w[R];
+  const Value* a[C];
+  for (int r = 0; r < R; ++r) {
+    w[r] = reinterpret_cast<const Value*>(job.w + static_cast<size_t>(row + r) * job.w_stride);
+  }
+  for (int c = 0; c < C; ++c) {
+    a[c] = reinterpret_cast<const Value*>(job.a + static_cast<size_t>(col + c) * job.a_stride);
+  }
+  __m512 acc[R][C];
+  for (int r = 0; r < R; ++r) {
+    for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps();
+  }
+  for (int64_t i = 0; i < job.n_in; i += kReferenceGemmLanes) {
+    __m512 x[C];
+    for (int c = 0; c < C; ++c) x[c] = Values::load16(a[c] + i);
+    for (int r = 0; r < R; ++r) {
+      const __m512 v = Values::load16(w[r] + i);
+      for (int c = 0; c < C; ++c) acc[r][c] = _mm512_fmadd_ps(v, x[c], acc[r][c]);
+    }
+  }
+  for (int c = 0; c < C; ++c) {
+    float* y = job.y + static_cast<size_t>(col + c) * job.y_stride + row;
+    for (int r = 0; r < R; ++r) y[r] = reduce_lanes16(acc[r][c]);
+  }
+}
+
+// Every token of the tile against weight rows [row, row + R): the rows' chunks stay in
+// L1 while the tokens pass over them.
+template <class Values, int R>
+void gemm_rows(const TileJob& job, int64_t row) {
+  int64_t col = 0;
+  for (; col + kBlockCols <= job.n_cols; col += kBlockCols) gemm_block<Values, R, kBlockCols>(job, row, col);
+  switch (job.n_cols - col) {
+    case 3: gemm_block<Values, R, 3>(job, row, col); break;
+    case 2: gemm_block<Values, R, 2>(job, row, col); break;
+    case 1: gemm_block<Values, R, 1>(job, row, col); break;
+    default: break;
+  }
+}
+
+template <class Values>
+void gemm_lanes16(const TileJob& job) {
+  int64_t row = 0;
+  for (; row + kBlockRows <= job.n_rows; row += kBlockRows) gemm_rows<Values, kBlockRows>(job, row);
+  for (; row < job.n_rows; ++row) gemm_rows<Values, 1>(job, row);
+}
+
+}  // namespace
+
+void gemm_f32_lanes16(const TileJob& job) {
+  if (job.n_cols <= kStreamTokens) {
+    avx2::gemm_f32_lanes16(job);
+  } else {
+    gemm_lanes16<F32Values>(job);
+  }
+}
+void gemm_f16_lanes16(const TileJob& job) {
+  if (job.n_cols <= kStreamTokens) {
+    avx2::gemm_f16_lanes16(job);
+  } else {
+    gemm_lanes16<F16Values>(job);
+  }
+}
+
+}  // namespace pagoda::backend::cpu::avx512
