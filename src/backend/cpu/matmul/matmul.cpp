@@ -370,7 +370,9 @@ void Matmul::plan_tiles(int n_threads, Plan& plan) {
     plan.panel_rows = no_panel ? by_balance : std::min({by_cache, by_balance, int64_t{256}});
     plan.tile_tokens = plan.n_tokens;
     plan.cols_per_pass = std::max<int64_t>(static_cast<int64_t>(kTileActivationBytes / plan.a_stride) / 4 * 4, 4);
-    plan.scratch_bytes = static_cast<size_t>((plan.panel_rows + 7) / 8) * tile_scratch_bytes(plan.n_in);
+    // A repacked panel needs its rows' scratch; the paths without one need at most a
+    // 16-row strip's (the single-token kernels lay a token out in it).
+    plan.scratch_bytes = static_cast<size_t>(no_panel ? 2 : (plan.panel_rows + 7) / 8) * tile_scratch_bytes(plan.n_in);
     return;
   }
   // Panels of weight rows that fit in L2, times tiles of tokens whose activations do too.
