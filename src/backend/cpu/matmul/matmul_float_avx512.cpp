@@ -31,15 +31,20 @@ constexpr int kBlockCols = 4;
 // conversions bound a tile, and here they take half the instructions.
 constexpr int64_t kStreamTokens = 4;
 
+// Weights of type Value against activations of type Activation, each widened to f32.
+inline __m512 widen16(const float* p) { return _mm512_loadu_ps(p); }
+inline __m512 widen16(const uint16_t* p) {
+  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+}
 struct F32Values {
   using Value = float;
-  static __m512 load16(const float* p) { return _mm512_loadu_ps(p); }
+  using Activation = float;
 };
+// F16 weights against their f16-rounded activations, widened once per tile (exactly:
+// every f16 value is an f32 value) into scratch, not once per block of rows.
 struct F16Values {
   using Value = uint16_t;
-  static __m512 load16(const uint16_t* p) {
-    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
-  }
+  using Activation = float;
 };
 
 // Sum of a 16-lane accumulator in the tree of the AVX-512 horizontal sum: lanes i +
@@ -56,13 +61,14 @@ float reduce_lanes16(__m512 v) {
 template <class Values, int R, int C>
 void gemm_block(const TileJob& job, int64_t row, int64_t col) {
   using Value = typename Values::Value;
+  using Activation = typename Values::Activation;
   const Value* w[R];
-  const Value* a[C];
+  const Activation* a[C];
   for (int r = 0; r < R; ++r) {
     w[r] = reinterpret_cast<const Value*>(job.w + static_cast<size_t>(row + r) * job.w_stride);
   }
   for (int c = 0; c < C; ++c) {
-    a[c] = reinterpret_cast<const Value*>(job.a + static_cast<size_t>(col + c) * job.a_stride);
+    a[c] = reinterpret_cast<const Activation*>(job.a + static_cast<size_t>(col + c) * job.a_stride);
   }
   __m512 acc[R][C];
   for (int r = 0; r < R; ++r) {
@@ -70,9 +76,9 @@ void gemm_block(const TileJob& job, int64_t row, int64_t col) {
   }
   for (int64_t i = 0; i < job.n_in; i += kReferenceGemmLanes) {
     __m512 x[C];
-    for (int c = 0; c < C; ++c) x[c] = Values::load16(a[c] + i);
+    for (int c = 0; c < C; ++c) x[c] = widen16(a[c] + i);
     for (int r = 0; r < R; ++r) {
-      const __m512 v = Values::load16(w[r] + i);
+      const __m512 v = widen16(w[r] + i);
       for (int c = 0; c < C; ++c) acc[r][c] = _mm512_fmadd_ps(v, x[c], acc[r][c]);
     }
   }
@@ -115,9 +121,19 @@ void gemm_f32_lanes16(const TileJob& job) {
 void gemm_f16_lanes16(const TileJob& job) {
   if (job.n_cols <= kStreamTokens) {
     avx2::gemm_f16_lanes16(job);
-  } else {
-    gemm_lanes16<F16Values>(job);
+    return;
   }
+  // The tile's f16 activations as f32, token after token (TileKernel::widens_activations).
+  auto* widened = reinterpret_cast<float*>(job.scratch);
+  for (int64_t t = 0; t < job.n_cols; ++t) {
+    const auto* a = reinterpret_cast<const uint16_t*>(job.a + static_cast<size_t>(t) * job.a_stride);
+    float* out = widened + static_cast<size_t>(t * job.n_in);
+    for (int64_t i = 0; i < job.n_in; i += kReferenceGemmLanes) _mm512_storeu_ps(out + i, widen16(a + i));
+  }
+  TileJob widened_job = job;
+  widened_job.a = reinterpret_cast<const std::byte*>(widened);
+  widened_job.a_stride = static_cast<size_t>(job.n_in) * sizeof(float);
+  gemm_lanes16<F16Values>(widened_job);
 }
 
 }  // namespace pagoda::backend::cpu::avx512

@@ -112,6 +112,9 @@ struct TileKernel {
   // batched steps between (speculation, other requests) then keeps one form of its
   // weights in cache, not two.
   int64_t kept_for_single_tokens_up_to = 0;
+  // Widens the tile's activations (F16) to f32 once, into TileJob::scratch, which then
+  // holds n_cols x n_in floats besides tile_scratch_bytes.
+  bool widens_activations = false;
 };
 
 // The tiled kernel for `weight` on `isa` or a lower ISA: under kFast the fastest one,
