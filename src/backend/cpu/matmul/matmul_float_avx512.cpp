@@ -3,8 +3,9 @@
 // lanes reduced as the reference's AVX-512 horizontal sum reduces them: lane for lane the
 // arithmetic of the AVX2 kernel (matmul_float_avx2.cpp, whose two 8-lane halves are this
 // register's halves), so the same bits, with half the multiply-adds and conversions. 4
-// weight rows x 4 tokens per block: 16 accumulators, each chunk loaded (F16: widened)
-// once for four dot products. Tiles of few tokens run the AVX2 kernel (kStreamTokens).
+// weight rows x 4 tokens per block: 16 accumulators, each weight chunk loaded (F16:
+// widened) once for four dot products, an F16 tile's activations widened once for all its
+// rows. Tiles of few tokens run the AVX2 kernel (kStreamTokens).
 
 #include <immintrin.h>
 
