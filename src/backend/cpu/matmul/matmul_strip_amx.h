@@ -124,11 +124,36 @@ struct alignas(64) TileConfig {
 };
 static_assert(sizeof(TileConfig) == 64);
 
-// Runs a Format over the tile: Format::run_strip(job, row, n_rows, first, n_groups, acc)
-// multiplies the strip of 16 rows from `row` by the prepared activations of token groups
-// [first / 16, + n_groups) and writes their results, Format::Accumulators holding them.
-// Tiles of fewer than 4 tokens, or whose activations were not laid out, run
-// `single_tokens`.
+// The strip of 16 rows from `row` (n_rows real) against the prepared activations of
+// tokens [first, first + n_groups * 16) of the job; writes the results of those before
+// job.n_cols. Each super-block's A tiles are prepared into L1 (Format::prepare_block into
+// a Format::WeightTiles) and serve every token group of the pass
+// (Format::multiply_groups) before the next super-block's; the f32 accumulators wait in
+// `acc`.
+template <class Format>
+void run_strip(const TileJob& job, int64_t row, int n_rows, int64_t first, int64_t n_groups,
+               typename Format::Accumulators* acc) {
+  using Block = typename Format::Block;
+  const Block* w[kStrip16Rows];
+  avx512vnni::strip16_rows(job, row, n_rows, w);
+  const int64_t n_blocks = job.n_in / kQK_K;
+  avx512vnni::RepackPrefetch<Block> prefetch(job, row, n_blocks);
+  // [super-block][group]: a super-block's groups one after another
+  const int64_t all_groups = (job.n_cols + kTileTokens - 1) / kTileTokens;
+  const auto* act = reinterpret_cast<const ActivationTiles*>(job.a_tiles) + first / kTileTokens;
+  for (int64_t g = 0; g < n_groups; ++g) acc[g].clear();
+  typename Format::WeightTiles s;
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    prefetch(b, w, n_rows);
+    Format::prepare_block(w, b, s);
+    Format::multiply_groups(s, act + b * all_groups, n_groups, acc);
+  }
+  for (int64_t g = 0; g < n_groups; ++g) acc[g].store(job, row, n_rows, first + g * kTileTokens);
+}
+
+// Runs a Format over the tile, strip after strip (run_strip), in passes over the token
+// groups whose activations stay in L2. Tiles of fewer than 4 tokens, or whose
+// activations were not laid out, run `single_tokens`.
 template <class Format>
 void run_tiles(const TileJob& job, void (*single_tokens)(const TileJob&)) {
   if (job.n_cols < avx512vnni::kMinRepackTokens || job.a_tiles == nullptr) {
@@ -144,7 +169,7 @@ void run_tiles(const TileJob& job, void (*single_tokens)(const TileJob&)) {
     const int64_t n_groups = std::min<int64_t>(pass_groups, (job.n_cols - first + kTileTokens - 1) / kTileTokens);
     for (int64_t row = 0; row < job.n_rows; row += kStrip16Rows) {
       const int n_rows = static_cast<int>(std::min<int64_t>(job.n_rows - row, kStrip16Rows));
-      Format::run_strip(job, row, n_rows, first, n_groups, acc);
+      run_strip<Format>(job, row, n_rows, first, n_groups, acc);
     }
   }
   _tile_release();

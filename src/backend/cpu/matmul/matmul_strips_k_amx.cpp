@@ -48,6 +48,7 @@ static_assert(sizeof(WeightTiles) % 64 == 0);
 template <class Values>
 struct TileFormat {
   using Block = typename Values::Block;
+  using WeightTiles = amx::WeightTiles;
   using Accumulators = amx::Accumulators<true>;
 
   // Run k's 64 values of a row (the layout of the file's head): values 8 k .. 8 k + 7 of
@@ -99,29 +100,12 @@ struct TileFormat {
     avx512vnni::store_d_dmin(w, b, s.d, s.dmin);
   }
 
-  // The strip of 16 rows from `row` (n_rows real) against the prepared activations of
-  // tokens [first, first + n_groups * 16) of the job; writes the results of those before
-  // job.n_cols. Each super-block's A tiles are prepared into L1 and serve every token
-  // group before the next super-block's; the f32 accumulators wait in `acc`.
-  static void run_strip(const TileJob& job, int64_t row, int n_rows, int64_t first, int64_t n_groups, Accumulators* acc) {
-    const Block* w[kStrip16Rows];
-    avx512vnni::strip16_rows(job, row, n_rows, w);
-    const int64_t n_blocks = job.n_in / kQK_K;
-    avx512vnni::RepackPrefetch<Block> prefetch(job, row, n_blocks);
-    // [super-block][group]: a super-block's groups one after another
-    const int64_t all_groups = (job.n_cols + kTileTokens - 1) / kTileTokens;
-    const auto* act = reinterpret_cast<const ActivationTiles*>(job.a_tiles) + first / kTileTokens;
-    for (int64_t g = 0; g < n_groups; ++g) acc[g].clear();
-    WeightTiles s;
-    for (int64_t b = 0; b < n_blocks; ++b) {
-      prefetch(b, w, n_rows);
-      prepare_block(w, b, s);
-      const ActivationTiles* a = act + b * all_groups;
-      int64_t g = 0;
-      for (; g + 1 < n_groups; g += 2) multiply_pair(s, a[g], a[g + 1], acc[g], acc[g + 1]);
-      if (g < n_groups) multiply_one(s, a[g], acc[g]);
-    }
-    for (int64_t g = 0; g < n_groups; ++g) acc[g].store(job, row, n_rows, first + g * kTileTokens);
+  // One super-block of the strip against the pass's n_groups token groups `a`: in pairs,
+  // then the last one alone.
+  static void multiply_groups(const WeightTiles& s, const ActivationTiles* a, int64_t n_groups, Accumulators* acc) {
+    int64_t g = 0;
+    for (; g + 1 < n_groups; g += 2) multiply_pair(s, a[g], a[g + 1], acc[g], acc[g + 1]);
+    if (g < n_groups) multiply_one(s, a[g], acc[g]);
   }
 
   // One super-block of the strip against token groups g and g + 1 (tiles: C hi / lo of

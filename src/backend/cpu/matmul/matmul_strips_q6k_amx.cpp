@@ -81,6 +81,8 @@ inline __m512i times(__m512i v, __m512i v_high, __m512i f) {
 }
 
 struct Q6_KTileFormat {
+  using Block = BlockQ6_K;
+  using WeightTiles = WeightTiles6;
   using Accumulators = amx::Accumulators<false>;
 
   // The A tiles of super-block b of the 16 rows w.
@@ -111,26 +113,9 @@ struct Q6_KTileFormat {
     for (int h = 0; h < 2; ++h) _mm256_store_ps(s.d + 8 * h, avx2::strip_halves(w + 8 * h, b, offsetof(BlockQ6_K, d)));
   }
 
-  // The strip of 16 rows from `row` (n_rows real) against the prepared activations of
-  // tokens [first, first + n_groups * 16) of the job; writes the results of those before
-  // job.n_cols. Each super-block's A tiles are prepared into L1 and serve every token
-  // group of the pass before the next super-block's.
-  static void run_strip(const TileJob& job, int64_t row, int n_rows, int64_t first, int64_t n_groups, Accumulators* acc) {
-    const BlockQ6_K* w[kStrip16Rows];
-    avx512vnni::strip16_rows(job, row, n_rows, w);
-    const int64_t n_blocks = job.n_in / kQK_K;
-    avx512vnni::RepackPrefetch<BlockQ6_K> prefetch(job, row, n_blocks);
-    const int64_t all_groups = (job.n_cols + kTileTokens - 1) / kTileTokens;
-    const auto* act = reinterpret_cast<const ActivationTiles*>(job.a_tiles) + first / kTileTokens;
-    for (int64_t g = 0; g < n_groups; ++g) acc[g].clear();
-    WeightTiles6 s;
-    for (int64_t b = 0; b < n_blocks; ++b) {
-      prefetch(b, w, n_rows);
-      prepare_block(w, b, s);
-      const ActivationTiles* a = act + b * all_groups;
-      for (int64_t g = 0; g < n_groups; ++g) multiply(s, a[g], acc[g]);
-    }
-    for (int64_t g = 0; g < n_groups; ++g) acc[g].store(job, row, n_rows, first + g * kTileTokens);
+  // One super-block of the strip against the pass's n_groups token groups `a`.
+  static void multiply_groups(const WeightTiles6& s, const ActivationTiles* a, int64_t n_groups, Accumulators* acc) {
+    for (int64_t g = 0; g < n_groups; ++g) multiply(s, a[g], acc[g]);
   }
 
   // One super-block of the strip against one group of 16 tokens: C of digit j in tmm j,
