@@ -12,6 +12,7 @@
 #include <cstdint>
 
 #include "backend/cpu/matmul/matmul_float.h"
+#include "backend/cpu/matmul/matmul_float_lanes.h"
 
 namespace pagoda::backend::cpu::avx2 {
 namespace {
@@ -35,16 +36,6 @@ struct F16Values {
     return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
   }
 };
-
-// Sum of a 16-lane accumulator held as lanes [0, 8) and [8, 16), in the tree of the
-// AVX-512 horizontal sum: lanes i + (i + 8), then i + (i + 4), then (0 + 2) + (1 + 3).
-float reduce_lanes16(__m256 low, __m256 high) {
-  const __m256 s = _mm256_add_ps(low, high);
-  __m128 t = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
-  t = _mm_add_ps(t, _mm_movehl_ps(t, t));  // lanes 0 + 2 and 1 + 3
-  t = _mm_add_ss(t, _mm_movehdup_ps(t));
-  return _mm_cvtss_f32(t);
-}
 
 // Outputs of weight rows [row, row + R) x tokens [col, col + C) of the tile.
 template <class Values, int R, int C>

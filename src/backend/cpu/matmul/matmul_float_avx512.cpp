@@ -13,6 +13,7 @@
 #include <cstdint>
 
 #include "backend/cpu/matmul/matmul_float.h"
+#include "backend/cpu/matmul/matmul_float_lanes.h"
 
 // GCC 12 warns that the "undefined" source vectors of _mm512_cvtph_ps and
 // _mm512_extractf32x8_ps may be used uninitialized (its header initializes them from
@@ -48,16 +49,6 @@ struct F16Values {
   using Activation = float;
 };
 
-// Sum of a 16-lane accumulator in the tree of the AVX-512 horizontal sum: lanes i +
-// (i + 8), then i + (i + 4), then (0 + 2) + (1 + 3).
-float reduce_lanes16(__m512 v) {
-  const __m256 s = _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
-  __m128 t = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
-  t = _mm_add_ps(t, _mm_movehl_ps(t, t));  // lanes 0 + 2 and 1 + 3
-  t = _mm_add_ss(t, _mm_movehdup_ps(t));
-  return _mm_cvtss_f32(t);
-}
-
 // Outputs of weight rows [row, row + R) x tokens [col, col + C) of the tile.
 template <class Values, int R, int C>
 void gemm_block(const TileJob& job, int64_t row, int64_t col) {
@@ -85,7 +76,9 @@ void gemm_block(const TileJob& job, int64_t row, int64_t col) {
   }
   for (int c = 0; c < C; ++c) {
     float* y = job.y + static_cast<size_t>(col + c) * job.y_stride + row;
-    for (int r = 0; r < R; ++r) y[r] = reduce_lanes16(acc[r][c]);
+    for (int r = 0; r < R; ++r) {
+      y[r] = reduce_lanes16(_mm512_castps512_ps256(acc[r][c]), _mm512_extractf32x8_ps(acc[r][c], 1));
+    }
   }
 }
 

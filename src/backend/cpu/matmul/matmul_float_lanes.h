@@ -1,0 +1,22 @@
+#pragma once
+// The horizontal sum of the float gemm's 16-lane accumulator (matmul_float.h), for its
+// AVX2 and AVX-512 kernels; include from matmul_float_avx2.cpp and _avx512.cpp only.
+// Internal linkage (an anonymous namespace), so each kernel file keeps its own encoding.
+
+#include <immintrin.h>
+
+namespace pagoda::backend::cpu {
+namespace {
+
+// Sum of a 16-lane accumulator held as lanes [0, 8) and [8, 16), in the tree of the
+// AVX-512 horizontal sum: lanes i + (i + 8), then i + (i + 4), then (0 + 2) + (1 + 3).
+inline float reduce_lanes16(__m256 low, __m256 high) {
+  const __m256 s = _mm256_add_ps(low, high);
+  __m128 t = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
+  t = _mm_add_ps(t, _mm_movehl_ps(t, t));  // lanes 0 + 2 and 1 + 3
+  t = _mm_add_ss(t, _mm_movehdup_ps(t));
+  return _mm_cvtss_f32(t);
+}
+
+}  // namespace
+}  // namespace pagoda::backend::cpu
