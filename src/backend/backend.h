@@ -131,6 +131,15 @@ class Backend {
   virtual void matmuls(const TensorView& x, std::span<const MatmulTarget> targets) {
     for (const MatmulTarget& t : targets) matmul(t.w, x, t.y);
   }
+  // out = silu(x W_gate^T) * (x W_up^T), a gated feed-forward's first half (SwiGLU).
+  // gate, up: [n][n_ff] f32 scratch the backend may write (or leave alone when it fuses
+  // the products with the activation); out: [n][n_ff], may alias gate.
+  virtual void matmuls_swiglu(const TensorView& x, const TensorView& w_gate, const TensorView& w_up,
+                              const TensorView& gate, const TensorView& up, const TensorView& out) {
+    const MatmulTarget targets[] = {{w_gate, gate}, {w_up, up}};
+    matmuls(x, targets);
+    silu_mul(gate, up, out);
+  }
   // y[i] += bias for every row i. bias: [n_cols] f32 (weights may be f16/f32).
   virtual void add_bias(const TensorView& y, const TensorView& bias) = 0;
   // out = a + b, elementwise, same shapes (out may alias a or b).
@@ -138,6 +147,13 @@ class Backend {
   // y = x / rms(x) * weight, per row of x (rows of length ne[0]; works on head views).
   virtual void rms_norm(const TensorView& x, const TensorView& weight, float eps,
                         const TensorView& y) = 0;
+  // x += delta, then y = rms_norm(x, weight) (a residual add and the next norm, one
+  // pass over x where the backend fuses them). y must not alias x or delta.
+  virtual void add_rms_norm(const TensorView& x, const TensorView& delta, const TensorView& weight, float eps,
+                            const TensorView& y) {
+    add(x, delta, x);
+    rms_norm(x, weight, eps, y);
+  }
   // y = (x - mean) / sqrt(var + eps) * weight + bias, per row.
   virtual void layer_norm(const TensorView& x, const TensorView& weight, const TensorView& bias,
                           float eps, const TensorView& y) = 0;

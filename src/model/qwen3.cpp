@@ -77,7 +77,8 @@ class Qwen3 final : public TransformerModel {
 
       // x += Wo attention(rope(headnorm(Wq xb)), rope(headnorm(Wk xb)), Wv xb),
       // with xb = rmsnorm(x) and headnorm an RMSNorm of each head
-      backend_.rms_norm(x, layer.attn_norm, eps, xb);
+      // xb = rmsnorm(x): the layer before fused it with its last residual add
+      if (il == 0) backend_.rms_norm(x, layer.attn_norm, eps, xb);
       const backend::MatmulTarget qkv[] = {{layer.wq, q}, {layer.wk, k}, {layer.wv, v}};
       backend_.matmuls(xb, qkv);
       backend_.rms_norm(heads(q), layer.q_norm, eps, heads(q));
@@ -86,10 +87,9 @@ class Qwen3 final : public TransformerModel {
       rope(k, batch.positions);
       attention(il, q, k, v, kv, batch, att);
       backend_.matmul(layer.wo, att, out);
-      backend_.add(x, out, x);
 
-      // x += W_down (silu(W_gate xb) * W_up xb), with xb = rmsnorm(x)
-      swiglu_ffn(layer.ffn, s_, n);
+      // x += out; x += W_down (silu(W_gate xb) * W_up xb), with xb = rmsnorm(x)
+      swiglu_ffn(layer.ffn, s_, n, il + 1 < config_.n_layer ? &w_.layers[il + 1].attn_norm : nullptr);
     }
 
     rms_logits(w_.io, x, batch);

@@ -125,16 +125,18 @@ void TransformerModel::project_logits(const backend::TensorView& w,
   backend_.matmul(w, normed, out);
 }
 
-void TransformerModel::swiglu_ffn(const SwiGluFfn& ffn, const GatedDecoderScratch& s,
-                                  int64_t n) {
+void TransformerModel::swiglu_ffn(const SwiGluFfn& ffn, const GatedDecoderScratch& s, int64_t n,
+                                  const backend::TensorView* next_norm) {
   const backend::TensorView x = s.x.rows(n), xb = s.xb.rows(n), gate = s.gate.rows(n),
                             up = s.up.rows(n), out = s.out.rows(n);
-  backend_.rms_norm(x, ffn.norm, config_.rms_eps, xb);
-  const backend::MatmulTarget gate_up[] = {{ffn.w_gate, gate}, {ffn.w_up, up}};
-  backend_.matmuls(xb, gate_up);
-  backend_.silu_mul(gate, up, gate);
+  backend_.add_rms_norm(x, out, ffn.norm, config_.rms_eps, xb);
+  backend_.matmuls_swiglu(xb, ffn.w_gate, ffn.w_up, gate, up, gate);
   backend_.matmul(ffn.w_down, gate, out);
-  backend_.add(x, out, x);
+  if (next_norm != nullptr) {
+    backend_.add_rms_norm(x, out, *next_norm, config_.rms_eps, xb);
+  } else {
+    backend_.add(x, out, x);
+  }
 }
 
 void TransformerModel::rms_logits(const RmsEmbeddingAndHead& head, const backend::TensorView& x,

@@ -108,8 +108,11 @@ class TransformerModel : public Model {
   // scratch for the final norm.
   backend::TensorView gather_logit_rows(const backend::TensorView& hidden,
                                         std::span<const int32_t> rows);
-  // x += SwiGLU MLP of rmsnorm(x), for the first n rows of the scratch.
-  void swiglu_ffn(const SwiGluFfn& ffn, const GatedDecoderScratch& s, int64_t n);
+  // x += s.out (the attention's projection), then x += SwiGLU MLP of rmsnorm(x), for the
+  // first n rows of the scratch; with next_norm, also s.xb = rmsnorm(x, *next_norm) for
+  // the next layer (each residual add fused with the norm after it).
+  void swiglu_ffn(const SwiGluFfn& ffn, const GatedDecoderScratch& s, int64_t n,
+                  const backend::TensorView* next_norm);
   // The logits of batch.logit_rows from the residual stream x: rmsnorm, then the head.
   void rms_logits(const RmsEmbeddingAndHead& head, const backend::TensorView& x,
                   const ForwardBatch& batch);

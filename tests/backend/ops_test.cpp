@@ -119,6 +119,28 @@ TEST_F(OpsTest, RmsNormSumsSquaresInTheReferenceOrder) {
   }
 }
 
+// The residual add fused with the norm after it: x as add leaves it and y as rms_norm
+// gives it on that x, bit for bit, on strided rows and any row count; y aliasing x is an
+// error that writes nothing.
+TEST_F(OpsTest, AddRmsNormIsAddThenRmsNorm) {
+  for (const int64_t rows : {1, 2, 9, 33}) {
+    Matrix x(rows, 576, 3, 20 + static_cast<uint32_t>(rows)), delta(rows, 576, 1, 21), y(rows, 576, 2);
+    Matrix expected_x = x, expected_y = y;
+    std::vector<float> w = random_values(576, 22);
+    const TensorView wv = make_view(w.data(), DType::F32, 576);
+    backend->add(expected_x.view(), delta.view(), expected_x.view());
+    backend->rms_norm(expected_x.view(), wv, 1e-5f, expected_y.view());
+    backend->add_rms_norm(x.view(), delta.view(), wv, 1e-5f, y.view());
+    EXPECT_EQ(x.data, expected_x.data) << rows;
+    EXPECT_EQ(y.data, expected_y.data) << rows;
+  }
+  Matrix x(2, 16, 0, 23), before = x;
+  std::vector<float> w = random_values(16, 24);
+  backend->add_rms_norm(x.view(), x.view(), make_view(w.data(), DType::F32, 16), 1e-5f, x.view());
+  EXPECT_FALSE(backend->take_error().ok());
+  EXPECT_EQ(x.data, before.data);
+}
+
 // The vector sums themselves, as doubles: rounding them to a float mean hides most changes
 // of order (29 bits of headroom), so this is where a reordering shows.
 TEST(RmsNormSums, EightRowsAtOnceKeepEachRowsOrder) {

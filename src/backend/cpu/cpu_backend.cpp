@@ -144,6 +144,11 @@ class CpuBackend final : public Backend {
   void rms_norm(const TensorView& x, const TensorView& weight, float eps, const TensorView& y) override {
     timed([&] { return cpu::rms_norm(pool_, isa_, x, weight, eps, y); }, [] { return std::string("rms_norm"); });
   }
+  void add_rms_norm(const TensorView& x, const TensorView& delta, const TensorView& weight, float eps,
+                    const TensorView& y) override {
+    timed([&] { return cpu::add_rms_norm(pool_, isa_, x, delta, weight, eps, y); },
+          [] { return std::string("add_rms_norm"); });
+  }
   void layer_norm(const TensorView& x, const TensorView& weight, const TensorView& bias, float eps,
                   const TensorView& y) override {
     timed([&] { return cpu::layer_norm(pool_, x, weight, bias, eps, y); },

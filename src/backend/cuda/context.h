@@ -58,6 +58,9 @@ struct Context {
   int cc_major = 0, cc_minor = 0;   // compute capability
   // CudaBackendOptions::batch_invariant: every matmul through the few-token kernel.
   bool batch_invariant = false;
+  // PAGODA_CUDA_MATVEC=rowwise: the first few-token kernel (matmul_vec_rowwise.cu)
+  // instead of the staged one, to measure the two side by side.
+  bool rowwise_vec_kernel = false;
 };
 
 }  // namespace pagoda::backend::cuda

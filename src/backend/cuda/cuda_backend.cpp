@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <utility>
 #include <vector>
@@ -128,6 +129,28 @@ class CudaBackend final : public Backend {
            [&] { return "matmul " + std::string(dtype_name(w.type)) + " " + std::to_string(w.ne[0]) + "->" +
                         std::to_string(w.ne[1]) + " n=" + std::to_string(x.n_rows()); });
   }
+  // "matmul q4_K 2048->2048+512+512 n=1" (the types of the first weight).
+  static std::string matmuls_name(const TensorView& x, std::span<const MatmulTarget> targets) {
+    std::string name = "matmul ";
+    if (targets.empty()) return name;
+    name += dtype_name(targets[0].w.type);
+    name += " " + std::to_string(targets[0].w.ne[0]) + "->";
+    for (size_t i = 0; i < targets.size(); ++i) {
+      if (i > 0) name += "+";
+      name += std::to_string(targets[i].w.ne[1]);
+    }
+    return name + " n=" + std::to_string(x.n_rows());
+  }
+  void matmuls(const TensorView& x, std::span<const MatmulTarget> targets) override {
+    run_op([&] { return cuda::matmuls(ctx_, x, targets); }, [&] { return matmuls_name(x, targets); });
+  }
+  void matmuls_swiglu(const TensorView& x, const TensorView& w_gate, const TensorView& w_up, const TensorView& gate,
+                      const TensorView& up, const TensorView& out) override {
+    run_op([&] { return cuda::matmuls_swiglu(ctx_, x, w_gate, w_up, gate, up, out); }, [&] {
+      const MatmulTarget pair[] = {{w_gate, gate}, {w_up, up}};
+      return matmuls_name(x, pair) + " swiglu";
+    });
+  }
   void add_bias(const TensorView& y, const TensorView& bias) override {
     run_op([&] { return cuda::add_bias(ctx_, y, bias); }, [] { return std::string("add_bias"); });
   }
@@ -136,6 +159,11 @@ class CudaBackend final : public Backend {
   }
   void rms_norm(const TensorView& x, const TensorView& weight, float eps, const TensorView& y) override {
     run_op([&] { return cuda::rms_norm(ctx_, x, weight, eps, y); }, [] { return std::string("rms_norm"); });
+  }
+  void add_rms_norm(const TensorView& x, const TensorView& delta, const TensorView& weight, float eps,
+                    const TensorView& y) override {
+    run_op([&] { return cuda::add_rms_norm(ctx_, x, delta, weight, eps, y); },
+           [] { return std::string("add_rms_norm"); });
   }
   void layer_norm(const TensorView& x, const TensorView& weight, const TensorView& bias, float eps,
                   const TensorView& y) override {
@@ -247,6 +275,8 @@ Status CudaBackend::create_fixed_buffers() {
   ctx_.cublas = cublas_.handle;
   ctx_.workspace = &workspace_;
   ctx_.batch_invariant = options_.batch_invariant;
+  const char* matvec = std::getenv("PAGODA_CUDA_MATVEC");
+  ctx_.rowwise_vec_kernel = matvec != nullptr && std::string(matvec) == "rowwise";
   // Events for the ops of the largest step (a few dozen per layer).
   if (options_.profile_ops) PAGODA_TRY(profile_.start(16384));
   return {};

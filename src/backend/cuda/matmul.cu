@@ -1,7 +1,10 @@
 // matmul's host side: the checks of its views, and the choice of path by weight type
-// and token count (matmul_vec.cu for a few tokens, matmul_gemm.cu for more).
+// and token count (matmul_vec.cu for a few tokens, matmul_gemm.cu for more); the
+// products of one x with several weights in one launch where the few-token kernel
+// takes them (matmuls, and the SwiGLU pair with its activation).
 
 #include <algorithm>
+#include <span>
 #include <string>
 
 #include "backend/cuda/ops.h"
@@ -47,6 +50,13 @@ TensorView row_slice(const TensorView& m, int64_t first, int64_t count) {
   return v;
 }
 
+// The few-token kernel for one weight (n <= kVecMaxTokens).
+Status matmul_vec_one(const Context& ctx, const TensorView& w, const TensorView& x, const TensorView& y) {
+  if (ctx.rowwise_vec_kernel) return weights::matmul_vec_rowwise(ctx, w, x, y);
+  const MatmulTarget target{w, y};
+  return weights::matmul_vec(ctx, x, std::span<const MatmulTarget>(&target, 1));
+}
+
 // The few-token kernel over groups of kVecMaxTokens tokens: each token's outputs are the
 // kernel's, whatever else is in the batch (CudaBackendOptions::batch_invariant).
 Status matmul_vec_groups(const Context& ctx, const TensorView& w, const TensorView& x, const TensorView& y) {
@@ -55,9 +65,24 @@ Status matmul_vec_groups(const Context& ctx, const TensorView& w, const TensorVi
   }
   for (int64_t first = 0; first < x.ne[1]; first += weights::kVecMaxTokens) {
     const int64_t count = std::min<int64_t>(weights::kVecMaxTokens, x.ne[1] - first);
-    PAGODA_TRY(weights::matmul_vec(ctx, w, row_slice(x, first, count), row_slice(y, first, count)));
+    PAGODA_TRY(matmul_vec_one(ctx, w, row_slice(x, first, count), row_slice(y, first, count)));
   }
   return {};
+}
+
+// Whether the few-token kernel can take these products in one launch: a few tokens, at
+// most kVecMaxTargets weights of one type and row length, their y rows equally strided.
+bool one_vec_launch(const Context& ctx, const TensorView& x, std::span<const MatmulTarget> targets) {
+  if (ctx.rowwise_vec_kernel || x.n_rows() > weights::kVecMaxTokens || targets.size() > weights::kVecMaxTargets) {
+    return false;
+  }
+  for (const MatmulTarget& t : targets) {
+    if (t.w.type != targets[0].w.type || t.w.ne[0] != targets[0].w.ne[0] || t.y.nb[1] != targets[0].y.nb[1] ||
+        t.y.ne[2] != 1 || t.y.ne[3] != 1) {
+      return false;
+    }
+  }
+  return x.ne[2] == 1 && x.ne[3] == 1;
 }
 
 }  // namespace
@@ -89,10 +114,36 @@ Status matmul(const Context& ctx, const TensorView& w, const TensorView& x, cons
   PAGODA_TRY(check_matmul_views(w, x, y));
   const int64_t n_tokens = x.n_rows();
   if (n_tokens == 0 || w.ne[1] == 0) return {};
-  if (n_tokens <= weights::kVecMaxTokens) return weights::matmul_vec(ctx, w, x, y);
+  if (n_tokens <= weights::kVecMaxTokens) return matmul_vec_one(ctx, w, x, y);
   if (ctx.batch_invariant) return matmul_vec_groups(ctx, w, x, y);
   if (w.type == DType::F32 || w.type == DType::BF16) return weights::matmul_gemm_f32(ctx, w, x, y);
   return weights::matmul_gemm_f16(ctx, w, x, y);
+}
+
+Status matmuls(const Context& ctx, const TensorView& x, std::span<const MatmulTarget> targets) {
+  for (const MatmulTarget& t : targets) PAGODA_TRY(check_matmul_views(t.w, x, t.y));
+  if (x.n_rows() == 0) return {};
+  if (one_vec_launch(ctx, x, targets)) return weights::matmul_vec(ctx, x, targets);
+  for (const MatmulTarget& t : targets) PAGODA_TRY(matmul(ctx, t.w, x, t.y));
+  return {};
+}
+
+Status matmuls_swiglu(const Context& ctx, const TensorView& x, const TensorView& w_gate, const TensorView& w_up,
+                      const TensorView& gate, const TensorView& up, const TensorView& out) {
+  PAGODA_TRY(check_matmul_views(w_gate, x, gate));
+  PAGODA_TRY(check_matmul_views(w_up, x, up));
+  PAGODA_TRY(weights::check_f32_rows("matmul_swiglu: out", out));
+  if (gate.ne[0] != up.ne[0] || out.ne[0] != gate.ne[0] || out.n_rows() != gate.n_rows()) {
+    return invalid_argument("matmul_swiglu: gate, up and out must have one shape");
+  }
+  if (x.n_rows() == 0) return {};
+  const MatmulTarget pair[] = {{w_gate, out}, {w_up, out}};
+  if (w_gate.ne[1] == w_up.ne[1] && one_vec_launch(ctx, x, pair)) {
+    return weights::matmul_vec_swiglu(ctx, x, w_gate, w_up, out);
+  }
+  PAGODA_TRY(matmul(ctx, w_gate, x, gate));
+  PAGODA_TRY(matmul(ctx, w_up, x, up));
+  return silu_mul(ctx, gate, up, out);
 }
 
 }  // namespace pagoda::backend::cuda

@@ -1,4 +1,4 @@
-// RMSNorm and LayerNorm on the GPU, one block per row, in the CPU backend's order of
+// RMSNorm (alone, or after a residual add) and LayerNorm on the GPU, one block per row, in the CPU backend's order of
 // operations (backend/cpu/norms.cpp): sums in double over float terms, the mean and the
 // scale rounded to float, then the row scaled, multiplied by the weight (and the bias
 // added) as separate float steps. The double sums add in another order than the CPU's
@@ -38,6 +38,25 @@ __global__ void rms_norm_kernel(F32Rows x, const float* w, float eps, F32Rows y,
   float* out = y.row(blockIdx.x);
   double sum = 0.0;
   for (int64_t i = threadIdx.x; i < n; i += blockDim.x) sum += static_cast<double>(__fmul_rn(in[i], in[i]));
+  sum = block_sum(sum, partials);
+  const float mean = __double2float_rn(__ddiv_rn(sum, static_cast<double>(n)));
+  const float scale = __fdiv_rn(1.0f, __fsqrt_rn(__fadd_rn(mean, eps)));
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) out[i] = __fmul_rn(__fmul_rn(in[i], scale), w[i]);
+}
+
+// x += d, then y = rms_norm(x) as rms_norm_kernel computes it, in one pass: each thread
+// reads back only the values it wrote.
+__global__ void add_rms_norm_kernel(F32Rows x, F32Rows d, const float* w, float eps, F32Rows y, int64_t n) {
+  __shared__ double partials[32];
+  float* in = x.row(blockIdx.x);
+  const float* delta = d.row(blockIdx.x);
+  float* out = y.row(blockIdx.x);
+  double sum = 0.0;
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+    const float v = __fadd_rn(in[i], delta[i]);
+    in[i] = v;
+    sum += static_cast<double>(__fmul_rn(v, v));
+  }
   sum = block_sum(sum, partials);
   const float mean = __double2float_rn(__ddiv_rn(sum, static_cast<double>(n)));
   const float scale = __fdiv_rn(1.0f, __fsqrt_rn(__fadd_rn(mean, eps)));
@@ -101,6 +120,20 @@ Status rms_norm(const Context& ctx, const TensorView& x, const TensorView& weigh
   rms_norm_kernel<<<static_cast<unsigned>(x.n_rows()), threads_for_row(x.ne[0]), 0, ctx.stream>>>(
       rows_of(x), static_cast<const float*>(weight.data), eps, rows_of(y), x.ne[0]);
   return launch_status("rms_norm");
+}
+
+Status add_rms_norm(const Context& ctx, const TensorView& x, const TensorView& delta,
+                    const TensorView& weight, float eps, const TensorView& y) {
+  if (!is_f32_rows(x) || !is_f32_rows(delta) || !is_f32_rows(y) || !same_shape(x, delta) ||
+      !same_shape(x, y) || !is_vector(weight, DType::F32, x.ne[0]) || x.n_rows() > kMaxGridX) {
+    return invalid_argument(
+        "add_rms_norm: needs f32 x, delta and y of one shape and an f32 weight of the row length");
+  }
+  if (y.data == x.data || y.data == delta.data) return invalid_argument("add_rms_norm: y must not alias x or delta");
+  if (x.n_rows() == 0 || x.ne[0] == 0) return {};
+  add_rms_norm_kernel<<<static_cast<unsigned>(x.n_rows()), threads_for_row(x.ne[0]), 0, ctx.stream>>>(
+      rows_of(x), rows_of(delta), static_cast<const float*>(weight.data), eps, rows_of(y), x.ne[0]);
+  return launch_status("add_rms_norm");
 }
 
 Status layer_norm(const Context& ctx, const TensorView& x, const TensorView& weight,

@@ -9,6 +9,7 @@
 // allocates: temporaries come from ctx.workspace.
 
 #include <cstdint>
+#include <span>
 
 #include "backend/backend.h"
 #include "backend/cuda/context.h"
@@ -28,12 +29,22 @@ Status get_rows(const Context& ctx, const TensorView& table, const int32_t* ids,
 // y = x W^T. A few tokens: a kernel that dequantizes W as it streams it; more: W
 // dequantized to f16 in workspace pieces and multiplied by cuBLAS (f32 weights: SGEMM).
 Status matmul(const Context& ctx, const TensorView& w, const TensorView& x, const TensorView& y);
+// Backend::matmuls: one launch of the few-token kernel where the weights share a type
+// and row length, else one matmul each.
+Status matmuls(const Context& ctx, const TensorView& x, std::span<const MatmulTarget> targets);
+// Backend::matmuls_swiglu: for a few tokens one launch that writes only out; otherwise
+// the two products into gate and up, then silu_mul.
+Status matmuls_swiglu(const Context& ctx, const TensorView& x, const TensorView& w_gate, const TensorView& w_up,
+                      const TensorView& gate, const TensorView& up, const TensorView& out);
 
 // --- elementwise and norms --------------------------------------------------------
 Status add_bias(const Context& ctx, const TensorView& y, const TensorView& bias);
 Status add(const Context& ctx, const TensorView& a, const TensorView& b, const TensorView& out);
 Status rms_norm(const Context& ctx, const TensorView& x, const TensorView& weight, float eps,
                 const TensorView& y);
+// x += delta, then y = rms_norm(x): one kernel. y must not alias x or delta.
+Status add_rms_norm(const Context& ctx, const TensorView& x, const TensorView& delta,
+                    const TensorView& weight, float eps, const TensorView& y);
 Status layer_norm(const Context& ctx, const TensorView& x, const TensorView& weight,
                   const TensorView& bias, float eps, const TensorView& y);
 // positions: device [n_tokens]; params.freq_factors, if set, is device memory (an

@@ -1,15 +1,17 @@
 #pragma once
-// What the weight ops' files (get_rows.cu, matmul.cu, matmul_vec.cu, matmul_gemm.cu,
-// dequantize_rows.cu) share: the launchers of their kernels and the host-side checks of
+// What the weight ops' files (get_rows.cu, matmul.cu, matmul_vec.cu, matmul_vec_rowwise.cu,
+// matmul_gemm.cu, dequantize_rows.cu) share: the launchers of their kernels and the host-side checks of
 // their views. Plain C++: included by the .cu files only.
 
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <type_traits>
 
+#include "backend/backend.h"
 #include "backend/cuda/context.h"
 #include "backend/tensor.h"
 #include "core/dtype.h"
@@ -42,7 +44,19 @@ Status dequantize_rows_f32(const Context& ctx, const DequantizeRowsArgs& args);
 Status dequantize_rows_f16(const Context& ctx, const DequantizeRowsArgs& args);
 
 // The paths of matmul, on views matmul has checked (matmul_vec.cu, matmul_gemm.cu).
-Status matmul_vec(const Context& ctx, const TensorView& w, const TensorView& x, const TensorView& y);
+//
+// The few-token kernel: the products y = x W^T of `targets` (1 to kVecMaxTargets
+// weights of one type and one row length) in one launch, x [n][n_in] with
+// n <= kVecMaxTokens.
+constexpr size_t kVecMaxTargets = 3;
+Status matmul_vec(const Context& ctx, const TensorView& x, std::span<const MatmulTarget> targets);
+// out = silu(x W_gate^T) * (x W_up^T) by the few-token kernel in one launch: each gate
+// row and its up row streamed by one warp, the activation applied to the two sums (as
+// the silu_mul op computes it). w_gate and w_up: one type and shape.
+Status matmul_vec_swiglu(const Context& ctx, const TensorView& x, const TensorView& w_gate,
+                         const TensorView& w_up, const TensorView& out);
+// The first few-token kernel (matmul_vec_rowwise.cu), for side-by-side measurements.
+Status matmul_vec_rowwise(const Context& ctx, const TensorView& w, const TensorView& x, const TensorView& y);
 // Block formats and F16: W in f16 pieces, x rounded to f16, cublasGemmEx (f32 compute).
 Status matmul_gemm_f16(const Context& ctx, const TensorView& w, const TensorView& x, const TensorView& y);
 // F32 and BF16: W (BF16 dequantized in f32 pieces) and x in f32, cublasSgemm.

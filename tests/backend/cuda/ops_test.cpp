@@ -132,6 +132,24 @@ TEST_F(CudaOpsTest, RmsNormMatchesCpu) {
   expect_close(download(dy, y), y, 1e-30, 5e-7, "rms_norm on heads");
 }
 
+// The residual add and the norm in one kernel: x exactly as add leaves it, y as rms_norm
+// gives it on that x.
+TEST_F(CudaOpsTest, AddRmsNormMatchesAddThenRmsNorm) {
+  for (int64_t n : {64, 576, 2048}) {
+    Matrix x(9, n, 3, 40 + static_cast<uint32_t>(n)), delta(9, n, 1, 41), y(9, n, 2);
+    std::vector<float> w = testing::random_values(static_cast<size_t>(n), 42);
+    DeviceTensor dx = upload(x), dd = upload(delta), dy = poisoned_like(y);
+    cpu_->add_rms_norm(x.view(), delta.view(), make_view(w.data(), DType::F32, n), 1e-5f, y.view());
+    gpu_->add_rms_norm(dx.view, dd.view, upload_vector(w.data(), DType::F32, n), 1e-5f, dy.view);
+    expect_close(download(dx, x), x, 0, 0, "add_rms_norm: x");
+    EXPECT_GE(expect_close(download(dy, y), y, 1e-30, 5e-7, "add_rms_norm: y"), 0.99);
+  }
+  Matrix a(2, 32, 0, 1), w(1, 32, 0, 2);
+  DeviceTensor da = upload(a);
+  gpu_->add_rms_norm(da.view, da.view, upload_vector(w.data.data(), DType::F32, 32), 1e-6f, da.view);
+  EXPECT_FALSE(gpu_->take_error().ok()) << "y aliasing x is refused";
+}
+
 // As rms_norm; outputs add the bias last, so an output near zero may keep the rounding of
 // the O(1) terms it cancels: an absolute 2e-6 (a few ulp of values below 16) besides.
 TEST_F(CudaOpsTest, LayerNormMatchesCpu) {

@@ -24,6 +24,10 @@ Status add(ThreadPool& pool, const TensorView& a, const TensorView& b, const Ten
 // same bits, see norms.h).
 Status rms_norm(ThreadPool& pool, Isa isa, const TensorView& x, const TensorView& weight, float eps,
                 const TensorView& y);
+// x += delta, then rms_norm(x) into y, in one job over the rows (the same bits as add
+// then rms_norm). y must not alias x or delta.
+Status add_rms_norm(ThreadPool& pool, Isa isa, const TensorView& x, const TensorView& delta,
+                    const TensorView& weight, float eps, const TensorView& y);
 Status layer_norm(ThreadPool& pool, const TensorView& x, const TensorView& weight,
                   const TensorView& bias, float eps, const TensorView& y);
 // Rotary position embedding. A forward pass rotates q and k in every layer at the same
