@@ -77,6 +77,9 @@ class Backend {
     std::string description;  // e.g. "90% of 139.8 GiB less 2.1 GiB taken"
   };
   virtual std::optional<CacheMemory> cache_memory() const { return std::nullopt; }
+  // How the backend has run its steps so far, for benchmarks to print (a GPU's steps
+  // replayed as graphs); empty where there is nothing to say.
+  virtual std::string step_summary() const { return {}; }
   // Where the uploaded weights live, for the start-up log (the CPU's copies on huge
   // pages, or the mapped file); empty where there is nothing to say.
   virtual std::string weight_placement() const { return {}; }

@@ -76,6 +76,10 @@ struct CudaBackendOptions {
   bool batch_invariant = false;
   // Time every op with CUDA events (Backend::op_profile); costs a little per op.
   bool profile_ops = false;
+  // Run a step whose launches repeat an earlier step's as a CUDA graph
+  // (cuda/step_graphs.h); off (or PAGODA_CUDA_GRAPHS=0, or profile_ops): every op's
+  // kernels are launched as it is called.
+  bool graphs = true;
 };
 
 // A GPU memory share: in (0, 1].

@@ -171,6 +171,8 @@ Status bench(BenchArgs args) {
     }
   }
   if (!tg_speeds.empty()) report_bandwidth_share(*ctx.loaded.backend, *ctx.loaded.file, tg_speeds, report);
+  const std::string steps = ctx.loaded.backend->step_summary();
+  if (!steps.empty()) std::fprintf(stderr, "%s\n", steps.c_str());
   report.finish();
   return Status::ok_status();
 }

@@ -317,9 +317,12 @@ Status run_concurrency_bench(const std::string& model_path, const backend::Backe
     if (!r.error.empty()) return internal_error("bench: a request failed: " + r.error);
   }
   print_concurrency_report(run, json);
+  const std::string steps = loaded.backend->step_summary();
+  if (!steps.empty()) std::fprintf(stderr, "%s\n", steps.c_str());
   const std::vector<backend::OpTime> ops = loaded.backend->op_times();
   if (!ops.empty()) {
-    const double output_tokens = static_cast<double>(a.num_requests) * a.gen_len;
+    double output_tokens = 0.0;  // what was generated: requests may stop before gen_len
+    for (const RequestTiming& r : run.requests) output_tokens += r.n_tokens;
     std::fprintf(stderr, "time per output token, prompts included:\n%s",
                  format_op_profile(ops, output_tokens, run.seconds).c_str());
   }

@@ -341,6 +341,10 @@ Status run_attention(const Context& ctx, AttentionArgs a, int32_t n_tokens) {
 
 }  // namespace
 
+int32_t attention_splits(const DeviceAttentionBatch& batch) {
+  return batch.max_n_context > kSplitPositions ? (batch.max_n_context + kSplitPositions - 1) / kSplitPositions : 1;
+}
+
 Status attention(const Context& ctx, const TensorView& q, const TensorView& k, const TensorView& v,
                  const KvLayer& layer, const DeviceAttentionBatch& batch, float scale,
                  const TensorView& out) {
@@ -366,7 +370,7 @@ Status attention(const Context& ctx, const TensorView& q, const TensorView& k, c
   a.block_size = batch.block_size;
   a.warps = a.group < kMaxWarps ? a.group : kMaxWarps;
   a.head_chunks = (a.group + a.warps - 1) / a.warps;
-  a.n_splits = batch.max_n_context > kSplitPositions ? (batch.max_n_context + kSplitPositions - 1) / kSplitPositions : 1;
+  a.n_splits = attention_splits(batch);
   a.scale = scale;
   KvType type = KvType::kF16;
   if (!kv_type_of(layer.k.type, &type)) return internal_error("attention: cache type");

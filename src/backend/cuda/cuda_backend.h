@@ -21,6 +21,15 @@ int cuda_device_count();
 // not fit.
 Expected<std::unique_ptr<Backend>> make_cuda_backend(const CudaBackendOptions& options = {});
 
+// How a CUDA backend's steps ran so far (cuda/step_graphs.h): replayed as a graph,
+// graphs captured, op by op. All zero for another backend.
+struct CudaGraphCounts {
+  uint64_t replayed = 0;
+  uint64_t captured = 0;
+  uint64_t one_by_one = 0;
+};
+CudaGraphCounts cuda_graph_counts(const Backend& backend);
+
 // Device allocations (cudaMalloc and cudaMallocHost) this process has made through the
 // CUDA backend so far: tests check that a serving run adds none after load.
 int64_t cuda_allocation_count();

@@ -92,6 +92,10 @@ struct DeviceAttentionBatch {
 // head h reading KV head h / (n_heads / n_kv_heads). q: [n_tokens][n_heads][head_dim]
 // (head view); out: [n_tokens][n_heads * head_dim] f32. The batch has been checked by
 // the backend (slots and block ids inside the storage).
+// The splits of a row's context the launches of `batch` make: beside the views, the
+// batch's arrays and its counts, the one value of max_n_context they depend on (so that
+// decoding steps whose contexts grow launch the same kernels until a split is added).
+int32_t attention_splits(const DeviceAttentionBatch& batch);
 Status attention(const Context& ctx, const TensorView& q, const TensorView& k,
                  const TensorView& v, const KvLayer& layer, const DeviceAttentionBatch& batch,
                  float scale, const TensorView& out);

@@ -1,6 +1,7 @@
 #include "backend/cuda/step_staging.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -12,6 +13,7 @@ namespace {
 
 constexpr size_t kRegionAlignment = 256;  // every region starts as a cudaMalloc'd pointer would
 constexpr size_t kPartAlignment = 16;     // each array inside the attention batch's region
+constexpr size_t kMinTableRoom = 64;      // block-table entries a batch's region has room for at least
 
 size_t align_up(size_t n, size_t alignment) { return (n + alignment - 1) / alignment * alignment; }
 
@@ -95,13 +97,22 @@ Expected<const void*> StepStaging::stage(const void* host, size_t bytes) {
                               " used): raise CudaBackendOptions::staging_bytes");
   }
   // The pinned region has not been handed out since the last reset, so no pending copy
-  // reads it: the host may write it now.
+  // reads it: the host may write it now. upload() copies it.
   std::memcpy(pinned + offset, host, bytes);
-  PAGODA_TRY(cuda_status(cudaMemcpyAsync(device + offset, pinned + offset, bytes, cudaMemcpyHostToDevice, stream_),
-                         "cuda: staging a host input (cudaMemcpyAsync)"));
   used_ = offset + bytes;
   staged_.push_back({host, bytes, offset});
   return static_cast<const void*>(device + offset);
+}
+
+Status StepStaging::upload() {
+  if (uploaded_ == used_) return {};
+  char* pinned = static_cast<char*>(pinned_.data());
+  char* device = static_cast<char*>(device_.data());
+  PAGODA_TRY(cuda_status(cudaMemcpyAsync(device + uploaded_, pinned + uploaded_, used_ - uploaded_,
+                                         cudaMemcpyHostToDevice, stream_),
+                         "cuda: staging the step's host inputs (cudaMemcpyAsync)"));
+  uploaded_ = used_;
+  return {};
 }
 
 Expected<StepStaging::BatchLayout> StepStaging::build_attention(const AttentionBatch& batch,
@@ -129,8 +140,10 @@ Expected<StepStaging::BatchLayout> StepStaging::build_attention(const AttentionB
     counts.max_n_query = std::max(counts.max_n_query, s.n_query);
     counts.max_n_context = std::max(counts.max_n_context, s.n_context);
   }
-  const BatchLayout layout = layout_of(batch.sequences.size(), static_cast<size_t>(n_tokens),
-                                       static_cast<size_t>(n_entries));
+  // Room for a power of two of table entries: a decoding batch's region keeps its size
+  // (and the inputs staged after it their places) while its contexts grow.
+  const size_t table_room = std::max<size_t>(kMinTableRoom, std::bit_ceil(static_cast<size_t>(n_entries)));
+  const BatchLayout layout = layout_of(batch.sequences.size(), static_cast<size_t>(n_tokens), table_room);
   batch_bytes_.assign(layout.total, std::byte{0});
   std::byte* base = batch_bytes_.data();
   auto* sequences = reinterpret_cast<DeviceSequence*>(base + layout.sequences);

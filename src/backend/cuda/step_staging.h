@@ -1,8 +1,8 @@
 #pragma once
 // One step's host inputs of the ops (token ids, positions, the attention batch's block
 // tables and KV slots) on their way to the device: copied into a pinned host arena, and
-// from there by cudaMemcpyAsync on the backend's stream into a device arena of the same
-// size. Both arenas are allocated once; regions are handed out by bumping an offset and
+// from there by upload() (one cudaMemcpyAsync on the backend's stream for everything
+// staged since the last upload) into a device arena of the same size. Both arenas are allocated once; regions are handed out by bumping an offset and
 // all given back at reset(), which the backend calls once the stream is idle
 // (synchronize()), so no pending copy or kernel still uses them.
 //
@@ -33,7 +33,8 @@ class StepStaging {
   // `stream`.
   static Expected<StepStaging> create(size_t bytes, cudaStream_t stream);
 
-  // A device copy of host[0, bytes), enqueued on the stream (or one staged earlier).
+  // Where host[0, bytes) will be on the device once upload() has run (or where an equal
+  // input staged earlier is).
   // resource_exhausted when the arenas cannot hold it until the next reset.
   Expected<const void*> stage(const void* host, size_t bytes);
   template <typename T>
@@ -51,9 +52,14 @@ class StepStaging {
   Expected<DeviceAttentionBatch> stage_attention(const AttentionBatch& batch, const KvCacheShape& shape,
                                                  int64_t n_tokens);
 
+  // Enqueues the copy of what was staged since the last upload; the ops that read it
+  // must be enqueued after.
+  Status upload();
+
   // Gives every region back. Only when nothing pending on the stream reads them.
   void reset() {
     used_ = 0;
+    uploaded_ = 0;
     staged_.clear();
   }
   size_t capacity() const { return pinned_.size(); }
@@ -65,7 +71,7 @@ class StepStaging {
     size_t sequences = 0;     // DeviceSequence [n_sequences]
     size_t slot_mapping = 0;  // int64_t [n_tokens]
     size_t row_sequence = 0;  // int32_t [n_tokens]
-    size_t block_tables = 0;  // int32_t [sum of the blocks each sequence's context uses]
+    size_t block_tables = 0;  // int32_t [room for the blocks each sequence's context uses, in order]
     size_t total = 0;
   };
 
@@ -85,6 +91,7 @@ class StepStaging {
   DeviceMemory device_;  // [capacity] device bytes: what the ops read
   cudaStream_t stream_ = nullptr;
   size_t used_ = 0;               // bytes of both arenas handed out since the last reset
+  size_t uploaded_ = 0;           // bytes of them whose copy has been enqueued
   std::vector<Staged> staged_;    // since the last reset, in staging order
   std::vector<std::byte> batch_bytes_;  // host scratch: the attention batch's layout
   std::vector<int64_t> used_blocks_;    // host scratch: blocks of each sequence's table in use
