@@ -17,16 +17,20 @@
 
 #include <cuda_runtime.h>
 
+#include <bit>
 #include <cmath>
 
 #include "backend/cuda/f32_rows.cuh"
 #include "backend/cuda/kv_types.cuh"
+#include "backend/cuda/launch_order.cuh"
 
 namespace pagoda::backend::cuda {
 namespace {
 
 constexpr int kTile = 32;             // positions per tile: one per lane
-constexpr int kSplitPositions = 512;  // positions per split, a multiple of kTile
+// Positions per split, a multiple of kTile: short, so that a single decoding row over a
+// few hundred positions still spreads over a few dozen blocks.
+constexpr int kSplitPositions = 64;
 constexpr int kMaxHeadDim = 256;
 constexpr int kMaxValuesPerLane = kMaxHeadDim / 32;  // lane l holds values l, l + 32, ...
 constexpr int kMaxWarps = 8;          // query heads per block
@@ -174,6 +178,7 @@ __device__ void write_result(const AttentionArgs& a, int32_t row, int32_t head, 
 
 template <KvType T>
 __global__ void __launch_bounds__(kMaxWarps * 32) attention_kernel(AttentionArgs a) {
+  allow_next_kernel();  // the output projection's matmul may start streaming its weights
   extern __shared__ float smem[];  // see the carving below
   __shared__ int64_t slots[kTile];
   const int32_t row = a.row_begin + static_cast<int32_t>(blockIdx.x);
@@ -212,6 +217,7 @@ __global__ void __launch_bounds__(kMaxWarps * 32) attention_kernel(AttentionArgs
 // Combines the splits of rows with more than one, in split order. Grid: (piece rows,
 // n_heads); one warp, lanes over head_dim.
 __global__ void merge_splits_kernel(AttentionArgs a) {
+  allow_next_kernel();
   const int32_t row = a.row_begin + static_cast<int32_t>(blockIdx.x);
   const int32_t head = blockIdx.y;
   const DeviceSequence seq = a.sequences[a.row_sequence[row]];
@@ -287,7 +293,7 @@ Status check_attention(const TensorView& q, const TensorView& k, const TensorVie
   const int64_t group = n_heads / n_kv_heads;
   const int64_t warps = group < kMaxWarps ? group : kMaxWarps;
   const int64_t grid_y = n_kv_heads * ((group + warps - 1) / warps);
-  const int64_t n_splits = (static_cast<int64_t>(batch.max_n_context) + kSplitPositions - 1) / kSplitPositions;
+  const int64_t n_splits = attention_splits(batch);
   if (grid_y > kMaxGridYZ || n_heads > kMaxGridYZ || n_splits > kMaxGridYZ || n_tokens > kMaxGridX) {
     return unsupported("attention: too many heads, tokens or context positions for one launch");
   }
@@ -342,7 +348,10 @@ Status run_attention(const Context& ctx, AttentionArgs a, int32_t n_tokens) {
 }  // namespace
 
 int32_t attention_splits(const DeviceAttentionBatch& batch) {
-  return batch.max_n_context > kSplitPositions ? (batch.max_n_context + kSplitPositions - 1) / kSplitPositions : 1;
+  if (batch.max_n_context <= kSplitPositions) return 1;
+  // A power of two (rows with fewer splits leave the rest of the grid idle): decoding
+  // steps launch the same grid while their contexts grow, until it doubles.
+  return static_cast<int32_t>(std::bit_ceil(static_cast<uint32_t>((batch.max_n_context + kSplitPositions - 1) / kSplitPositions)));
 }
 
 Status attention(const Context& ctx, const TensorView& q, const TensorView& k, const TensorView& v,

@@ -61,6 +61,9 @@ struct Context {
   // PAGODA_CUDA_MATVEC=rowwise: the first few-token kernel (matmul_vec_rowwise.cu)
   // instead of the staged one, to measure the two side by side.
   bool rowwise_vec_kernel = false;
+  // sm_90 and later: the few-token matmul is launched to start before the kernel before
+  // it ends (launch_order.cuh); PAGODA_CUDA_PDL=0 turns that off.
+  bool programmatic_launch = false;
 };
 
 }  // namespace pagoda::backend::cuda

@@ -108,6 +108,8 @@ Status CudaBackend::create_fixed_buffers() {
   ctx_.batch_invariant = options_.batch_invariant;
   const char* matvec = std::getenv("PAGODA_CUDA_MATVEC");
   ctx_.rowwise_vec_kernel = matvec != nullptr && std::string(matvec) == "rowwise";
+  const char* pdl = std::getenv("PAGODA_CUDA_PDL");
+  ctx_.programmatic_launch = ctx_.cc_major >= 9 && !(pdl != nullptr && std::string(pdl) == "0");
   const char* graphs = std::getenv("PAGODA_CUDA_GRAPHS");
   graphs_enabled_ = options_.graphs && !options_.profile_ops &&
                     !(graphs != nullptr && std::string(graphs) == "0");

@@ -7,6 +7,7 @@
 #include <cuda_runtime.h>
 
 #include "backend/cuda/f32_rows.cuh"
+#include "backend/cuda/launch_order.cuh"
 #include "backend/cuda/ops.h"
 
 namespace pagoda::backend::cuda {
@@ -33,6 +34,7 @@ __global__ void add_bias_kernel(F32Rows y, const Bias* bias, int64_t n) {
 // z = g / (1 + exp(-g)) * u, in the CPU's order of operations; expf (not __expf) keeps
 // the exponential within 2 ulp.
 __global__ void silu_mul_kernel(F32Rows gate, F32Rows up, F32Rows out, int64_t n) {
+  allow_next_kernel();  // the down projection's matmul may start streaming its weights
   const int64_t r = blockIdx.x;
   const float* g = gate.row(r);
   const float* u = up.row(r);

@@ -11,6 +11,8 @@
 //
 // Lane l multiplies chunks l (and l + 32) of each tile with the n tokens' activations in
 // f32; the lanes' sums are added across the warp with shuffles at the end of the row.
+// On sm_90 the kernel may start before the one that writes x has finished (a
+// programmatic dependent launch): it issues its first weight loads, then waits.
 // Several weights of one type and row length (a layer's q, k and v) share one launch,
 // their rows numbered one after another; in the SwiGLU form a warp streams gate row j
 // and up row j and writes silu(gate) * up.
@@ -20,6 +22,7 @@
 #include <algorithm>
 #include <string>
 
+#include "backend/cuda/launch_order.cuh"
 #include "backend/cuda/quant_blocks.cuh"
 #include "backend/cuda/weight_kernels.h"
 
@@ -249,6 +252,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock * kWarpSize) matmul_vec_kernel(
     end = src.row + min(a.row_bytes, first + Tile::kBytes);
   };
 
+  allow_next_kernel();
   int part = 0, tile = 0;
   TileLoad<Tile::kSegmentsPerLane> next;
   {
@@ -257,6 +261,9 @@ __global__ void __launch_bounds__(kWarpsPerBlock * kWarpSize) matmul_vec_kernel(
     tile_range(src, 0, begin, end);
     load_tile(begin, end, src.lo, src.hi, lane, next);
   }
+  // Weights are read-only: their first tile is on its way before x (which the kernel
+  // before this one writes) may be read.
+  wait_for_previous_kernel();
   float acc[kParts][kTokens];
 #pragma unroll
   for (int p = 0; p < kParts; ++p) {
@@ -343,16 +350,27 @@ Status launch(const Context& ctx, DType type, Args a) {
   const int64_t wanted_blocks = (a.n_items + kWarpsPerBlock - 1) / kWarpsPerBlock;
   const int64_t resident = static_cast<int64_t>(std::max(ctx.sm_count, 1)) * kBlocksPerSm;
   const auto n_blocks = static_cast<unsigned>(std::min(wanted_blocks, resident));
+  cudaError_t launched = cudaSuccess;
   const bool known = visit_weight_format(type, [&](auto format) {
     constexpr DType T = decltype(format)::value;
     a.n_tiles = static_cast<int>((a.n_chunks + Tiling<T>::kChunks - 1) / Tiling<T>::kChunks);
-    if (a.n_tokens == 1) {
-      matmul_vec_kernel<T, kSwiGlu, 1><<<n_blocks, kWarpsPerBlock * kWarpSize, 0, ctx.stream>>>(a);
-    } else {
-      matmul_vec_kernel<T, kSwiGlu, kVecMaxTokens><<<n_blocks, kWarpsPerBlock * kWarpSize, 0, ctx.stream>>>(a);
-    }
+    cudaLaunchConfig_t config{};
+    config.gridDim = dim3(n_blocks);
+    config.blockDim = dim3(kWarpsPerBlock * kWarpSize);
+    config.stream = ctx.stream;
+    cudaLaunchAttribute early_start{};
+    early_start.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    early_start.val.programmaticStreamSerializationAllowed = 1;
+    config.attrs = &early_start;
+    config.numAttrs = ctx.programmatic_launch ? 1 : 0;
+    launched = a.n_tokens == 1 ? cudaLaunchKernelEx(&config, matmul_vec_kernel<T, kSwiGlu, 1>, a)
+                               : cudaLaunchKernelEx(&config, matmul_vec_kernel<T, kSwiGlu, kVecMaxTokens>, a);
   });
   if (!known) return unsupported("matmul: no kernel for weight type " + std::string(dtype_name(type)));
+  if (launched != cudaSuccess) {
+    cudaGetLastError();
+    return internal_error(std::string("matmul (vector kernel): cudaLaunchKernelEx: ") + cudaGetErrorString(launched));
+  }
   return launch_status(kSwiGlu ? "matmul (SwiGLU vector kernel)" : "matmul (vector kernel)");
 }
 

@@ -8,6 +8,7 @@
 #include <cuda_runtime.h>
 
 #include "backend/cuda/f32_rows.cuh"
+#include "backend/cuda/launch_order.cuh"
 #include "backend/cuda/ops.h"
 
 namespace pagoda::backend::cuda {
@@ -33,6 +34,7 @@ __device__ double block_sum(double v, double* partials) {
 
 // y = x * (1 / sqrt(mean(x^2) + eps)) * w. y may alias x.
 __global__ void rms_norm_kernel(F32Rows x, const float* w, float eps, F32Rows y, int64_t n) {
+  allow_next_kernel();  // a matmul reads y next: it may start streaming its weights
   __shared__ double partials[32];
   const float* in = x.row(blockIdx.x);
   float* out = y.row(blockIdx.x);
@@ -47,6 +49,7 @@ __global__ void rms_norm_kernel(F32Rows x, const float* w, float eps, F32Rows y,
 // x += d, then y = rms_norm(x) as rms_norm_kernel computes it, in one pass: each thread
 // reads back only the values it wrote.
 __global__ void add_rms_norm_kernel(F32Rows x, F32Rows d, const float* w, float eps, F32Rows y, int64_t n) {
+  allow_next_kernel();
   __shared__ double partials[32];
   float* in = x.row(blockIdx.x);
   const float* delta = d.row(blockIdx.x);

@@ -224,12 +224,12 @@ void Harness::step(std::vector<Sequence*> sequences, uint32_t seed, double toler
 // that they are the same bytes); they differ in summation order and exp (the CPU's
 // softmax_exp and CUDA's expf, each within a few ulp). A score of |s| <~ 30 is then
 // within ~1e-6 of the other's, a weight within ~2e-6 relative, and an output (a weighted
-// mean of V rows) within that times max|v| plus the rounding of sums of up to 512
-// positions per chain in f32 (random signs: ~sqrt(n) 2^-24 max|v|): 2e-5 max|v| leaves a
+// mean of V rows) within that times max|v| plus the rounding of sums of up to 64
+// positions per chain in f32 (then of the splits' merge) (random signs: ~sqrt(n) 2^-24 max|v|): 2e-5 max|v| leaves a
 // wide margin for contexts of a few thousand positions, as the CPU's own test against
 // double does.
 constexpr double kTolerance = 2e-5;
-// 32k positions: 64 splits merged, 2048 tiles rescaled in each chain of the CPU's 128
+// 32k positions: 512 splits merged, 2048 tiles rescaled in each chain of the CPU's 128
 // chunks: a few times more rounding.
 constexpr double kLongTolerance = 5e-5;
 
@@ -239,7 +239,7 @@ class CudaAttentionTest : public ::testing::TestWithParam<Config> {
 };
 
 // One batch of everything at once: a decode after a short prefix, a 600-token prompt
-// (rows past position 512 take two splits), a chunked prefill and a decode sharing 40
+// (its rows take 1 to 10 splits of 64 positions), a chunked prefill and a decode sharing 40
 // cached blocks, and a sequence crossing the split boundary at 2048. Then a second step
 // reading what the first wrote: decodes, and a chunk of 20 tokens crossing a block.
 TEST_P(CudaAttentionTest, MixedBatchesMatchCpu) {
