@@ -109,6 +109,20 @@ class Backend {
     std::string method;  // how it was measured, e.g. "streaming read of 1 GiB, 2 threads"
   };
   virtual std::optional<MemoryBandwidth> measure_memory_bandwidth() { return std::nullopt; }
+  // `count` weight matrices of [n_out][n_in], for measure_gemm_seconds.
+  struct GemmShape {
+    int64_t n_out = 0, n_in = 0;
+    int64_t count = 1;
+  };
+  // Seconds the device's own general matrix products (a GPU's cuBLAS in BF16 with f32
+  // accumulation) take for x [n_tokens][n_in] times every matrix of `shapes`, on random
+  // values: what a prompt's matmuls are compared with. Takes a second or so; nullopt
+  // where not measured.
+  virtual std::optional<double> measure_gemm_seconds(std::span<const GemmShape> shapes, int64_t n_tokens) {
+    (void)shapes;
+    (void)n_tokens;
+    return std::nullopt;
+  }
   // The time each op took since the last reset_op_times() (or the backend's start), most
   // first, when the backend was made to profile its ops (profile_ops in its options);
   // empty otherwise. Call after synchronize().

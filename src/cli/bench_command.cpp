@@ -128,6 +128,40 @@ void report_bandwidth_share(backend::Backend& backend, const gguf::Reader& file,
   }
 }
 
+// The layers' weight matrices (what a prompt multiplies by; the output head takes only
+// the rows that need logits), counted by shape.
+std::vector<backend::Backend::GemmShape> layer_matrix_shapes(const gguf::Reader& file) {
+  std::vector<backend::Backend::GemmShape> shapes;
+  for (const gguf::TensorInfo& tensor : file.tensors()) {
+    if (tensor.name.rfind("blk.", 0) != 0 || tensor.shape.size() != 2 || tensor.shape[1] <= 1) continue;
+    const int64_t n_in = tensor.shape[0], n_out = tensor.shape[1];
+    auto same = std::find_if(shapes.begin(), shapes.end(),
+                             [&](const backend::Backend::GemmShape& s) { return s.n_in == n_in && s.n_out == n_out; });
+    if (same != shapes.end()) {
+      ++same->count;
+    } else {
+      shapes.push_back({n_out, n_in, 1});
+    }
+  }
+  return shapes;
+}
+
+// On a device that can time its own GEMMs: how close each ppN comes to what the layers'
+// matmuls alone would allow, to stderr and into the report.
+void report_gemm_share(backend::Backend& backend, const gguf::Reader& file,
+                       const std::vector<std::pair<BenchTest, double>>& pp_speeds, BenchReport& report) {
+  const std::vector<backend::Backend::GemmShape> shapes = layer_matrix_shapes(file);
+  if (shapes.empty()) return;
+  for (const auto& [test, speed] : pp_speeds) {
+    const std::optional<double> seconds = backend.measure_gemm_seconds(shapes, test.n_prompt);
+    if (!seconds) return;
+    const double bound = test.n_prompt / *seconds;
+    report.set_gemm_bound(test.n_prompt, bound);
+    std::fprintf(stderr, "%s: %.0f tokens/s; the layers' matmuls as the device's BF16 GEMMs alone: %.0f tokens/s (%.0f%%)\n",
+                 test.name().c_str(), speed, bound, 100.0 * speed / bound);
+  }
+}
+
 std::vector<BenchTest> tests_of(const BenchArgs& args) {
   std::vector<BenchTest> tests;
   for (int p : args.prompt_sizes) {
@@ -159,18 +193,18 @@ Status bench(BenchArgs args) {
       summarize_model(*ctx.loaded.file, ctx.loaded.model->config(), args.model_path);
   const int threads = args.backend.cpu.n_threads > 0 ? args.backend.cpu.n_threads : physical_core_count();
   BenchReport report(model, ctx.loaded.backend->name(), threads, args.json);
-  std::vector<std::pair<BenchTest, double>> tg_speeds;
+  std::vector<std::pair<BenchTest, double>> tg_speeds, pp_speeds;
   for (const BenchTest& test : tests) {
     PAGODA_ASSIGN_OR_RETURN(const std::vector<double> seconds,
                             time_test(ctx, test, args.repetitions));
     report.add(test, seconds);
-    if (test.n_gen > 0) {
-      double total = 0.0;
-      for (const double s : seconds) total += s;
-      tg_speeds.emplace_back(test, test.n_gen * static_cast<double>(seconds.size()) / total);
-    }
+    double total = 0.0;
+    for (const double s : seconds) total += s;
+    const int tokens = test.n_gen > 0 ? test.n_gen : test.n_prompt;
+    (test.n_gen > 0 ? tg_speeds : pp_speeds).emplace_back(test, tokens * static_cast<double>(seconds.size()) / total);
   }
   if (!tg_speeds.empty()) report_bandwidth_share(*ctx.loaded.backend, *ctx.loaded.file, tg_speeds, report);
+  if (!pp_speeds.empty()) report_gemm_share(*ctx.loaded.backend, *ctx.loaded.file, pp_speeds, report);
   const std::string steps = ctx.loaded.backend->step_summary();
   if (!steps.empty()) std::fprintf(stderr, "%s\n", steps.c_str());
   report.finish();

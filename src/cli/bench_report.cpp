@@ -209,6 +209,13 @@ void BenchReport::finish() {
       result["bandwidth_share"] = gbs * 1e9 / roofline_->bandwidth;
     }
   }
+  for (auto& result : results_) {
+    if (result["n_gen"].get<int>() != 0) continue;
+    const auto bound = gemm_bounds_.find(result["n_prompt"].get<int>());
+    if (bound == gemm_bounds_.end()) continue;
+    result["gemm_bound_ts"] = bound->second;
+    result["gemm_bound_share"] = result["avg_ts"].get<double>() / bound->second;
+  }
   // A path need not be UTF-8: invalid bytes become U+FFFD rather than an exception.
   if (json_) {
     std::printf(

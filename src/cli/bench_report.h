@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -48,6 +49,10 @@ class BenchReport {
   // JSON: each tgN object gains the roofline's figures (bandwidth_gbs, bandwidth_method,
   // weight_bytes_per_token, weight_gbs, bandwidth_share).
   void set_roofline(Roofline roofline) { roofline_ = std::move(roofline); }
+  // JSON: the ppN object of n_prompt gains gemm_bound_ts (the tokens per second the
+  // device's own GEMMs of the model's layer shapes allow, Backend::measure_gemm_seconds)
+  // and gemm_bound_share.
+  void set_gemm_bound(int n_prompt, double tokens_per_second) { gemm_bounds_[n_prompt] = tokens_per_second; }
   // Prints the JSON array; nothing for the table.
   void finish();
 
@@ -57,6 +62,7 @@ class BenchReport {
   int n_threads_;
   bool json_;
   std::optional<Roofline> roofline_;
+  std::map<int, double> gemm_bounds_;  // by prompt size
   nlohmann::ordered_json results_ = nlohmann::ordered_json::array();  // llama-bench's field order
 };
 

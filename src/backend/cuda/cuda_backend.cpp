@@ -13,6 +13,7 @@
 #include "backend/cuda/copy_bandwidth.h"
 #include "backend/cuda/cuda_backend_class.h"
 #include "backend/cuda/cuda_status.h"
+#include "backend/cuda/gemm_bound.h"
 #include "backend/cuda/kv_storage_cuda.h"
 #include "backend/cuda/view_copy.h"
 
@@ -247,6 +248,12 @@ void CudaBackend::synchronize() {
   // The stream is idle (or dead): nothing reads the staged inputs any more.
   staging_.reset();
   if (error == cudaSuccess) profile_.collect();
+}
+
+std::optional<double> CudaBackend::measure_gemm_seconds(std::span<const GemmShape> shapes, int64_t n_tokens) {
+  flush();
+  if (!ready()) return std::nullopt;
+  return measure_bf16_gemm_seconds(cublas_.handle, stream_.stream, shapes, n_tokens);
 }
 
 std::optional<Backend::MemoryBandwidth> CudaBackend::measure_memory_bandwidth() {

@@ -95,6 +95,7 @@ class CudaBackend final : public Backend {
   void copy_kv_blocks(KvStorage& kv, std::span<const KvBlockCopy> copies) override;
   void synchronize() override;
   std::optional<MemoryBandwidth> measure_memory_bandwidth() override;
+  std::optional<double> measure_gemm_seconds(std::span<const GemmShape> shapes, int64_t n_tokens) override;
   std::vector<OpTime> op_times() const override { return profile_.totals(); }
   void reset_op_times() override { profile_.reset(); }
   Status take_error() override {
