@@ -131,9 +131,25 @@ stage_bench() {
   for model in llama-1b-f16 llama-1b-q4_k_m smollm2-shape-q4_1; do
     run_logged "$log" "$limit" "$bundle/pagoda" bench --device cuda -m "$dir/$model.gguf" -p 512 -n 128 -r 3 || status=1
   done
-  run_logged "$log" "$limit" "$bundle/pagoda" bench --device cuda -m "$dir/llama-1b-q4_k_m.gguf" -p 0 -n 64 -r 1 \
-    --profile-ops || status=1
-  note=$(grep -E "^\| .*(pp|tg)[0-9]+ " "$log" | awk -F'|' '{gsub(/ +/," "); print $2 $7 $8}' | tr '\n' ';')
+  # The decode path's parts side by side: without CUDA graphs, then also without the
+  # early-starting matmul, then the first few-token kernel as well.
+  local variant
+  for variant in "PAGODA_CUDA_GRAPHS=0" "PAGODA_CUDA_GRAPHS=0 PAGODA_CUDA_PDL=0" \
+    "PAGODA_CUDA_GRAPHS=0 PAGODA_CUDA_PDL=0 PAGODA_CUDA_MATVEC=rowwise"; do
+    for model in llama-1b-f16 llama-1b-q4_k_m; do
+      echo "variant: $variant" >>"$log"
+      run_logged "$log" "$limit" env $variant "$bundle/pagoda" bench --device cuda -m "$dir/$model.gguf" -p 0 -n 128 \
+        -r 3 || status=1
+    done
+  done
+  for model in llama-1b-f16 llama-1b-q4_k_m; do
+    run_logged "$log" "$limit" "$bundle/pagoda" bench --device cuda -m "$dir/$model.gguf" -p 512 -n 64 -r 1 \
+      --profile-ops || status=1
+  done
+  run_logged "$log" "$limit" "$bundle/pagoda" bench --device cuda -m "$dir/llama-1b-f16.gguf" --concurrency 64 \
+    --num-requests 64 --prompt-len 512 --gen-len 128 || status=1
+  note=$(grep -E "^\| .*(pp|tg)[0-9]+ |of the bandwidth|BF16 GEMMs alone|output: " "$log" |
+    sed -E 's/ +/ /g' | cut -c1-90 | tr '\n' ';')
   return $status
 }
 
@@ -194,7 +210,7 @@ stage_pagoda_run() {
 }
 
 # name:timeout_s, in order.
-all_stages=(gpu:20 libraries:10 cuda_backend:150 gpu_models:90 pagoda_run:40 bench:150 engine:120 serve_e2e:150)
+all_stages=(gpu:20 libraries:10 cuda_backend:150 gpu_models:90 pagoda_run:40 bench:240 engine:120 serve_e2e:150)
 
 main() {
   setup_environment
