@@ -65,6 +65,9 @@ class Backend {
   // --- memory -------------------------------------------------------------------
   virtual Expected<std::unique_ptr<Buffer>> allocate(size_t bytes) = 0;
   virtual Expected<std::unique_ptr<KvStorage>> allocate_kv(const KvCacheShape& shape) = 0;
+  // Host memory that copies between it and the device are fastest with (a GPU's pinned
+  // memory; plain memory by default): for what the host reads every step, the logits.
+  virtual Expected<std::unique_ptr<Buffer>> allocate_host(size_t bytes);
   // Makes a weight tensor of a mapped file usable by the ops. The CPU returns the view
   // as it is (weights stay in the mmap); a GPU copies it to device memory.
   virtual Expected<TensorView> upload_weight(const TensorView& host) = 0;

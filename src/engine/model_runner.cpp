@@ -29,11 +29,14 @@ Expected<ModelRunner> ModelRunner::create(model::Model& model, backend::Backend&
       shape.head_dim != config.head_dim || shape.block_size <= 0 || shape.n_blocks <= 0) {
     return invalid_argument("model runner: the KV storage does not have the model's shape");
   }
-  return ModelRunner(model, backend, kv, limits);
+  const size_t logits_bytes = static_cast<size_t>(limits.max_logit_rows) * static_cast<size_t>(config.n_vocab) *
+                              sizeof(float);
+  PAGODA_ASSIGN_OR_RETURN(std::unique_ptr<backend::Buffer> logits_memory, backend.allocate_host(logits_bytes));
+  return ModelRunner(model, backend, kv, limits, std::move(logits_memory));
 }
 
 ModelRunner::ModelRunner(model::Model& model, backend::Backend& backend, backend::KvStorage& kv,
-                         RunnerLimits limits)
+                         RunnerLimits limits, std::unique_ptr<backend::Buffer> logits_memory)
     : model_(&model),
       backend_(&backend),
       kv_(&kv),
@@ -49,7 +52,8 @@ ModelRunner::ModelRunner(model::Model& model, backend::Backend& backend, backend
   const auto max_logit_rows = static_cast<size_t>(limits.max_logit_rows);
   logit_rows_.reserve(max_logit_rows);
   copies_.reserve(max_sequences);
-  logits_.resize(max_logit_rows * static_cast<size_t>(n_vocab_));
+  logits_memory_ = std::move(logits_memory);
+  logits_ = std::span<float>(static_cast<float*>(logits_memory_->data()), max_logit_rows * static_cast<size_t>(n_vocab_));
 }
 
 Status ModelRunner::check(std::span<const RunnerSequence> sequences) const {
@@ -162,7 +166,7 @@ Expected<StepLogits> ModelRunner::execute(std::span<const kv::BlockCopy> copies,
   PAGODA_ASSIGN_OR_RETURN(const model::ForwardBatch batch, prepare(sequences));
   PAGODA_TRY(copy_blocks(copies));
   const size_t n_logits = logit_rows_.size() * static_cast<size_t>(n_vocab_);
-  const std::span<float> logits = std::span<float>(logits_).first(n_logits);
+  const std::span<float> logits = logits_.first(n_logits);
   PAGODA_TRY(model_->forward(batch, *kv_, logits));
   return StepLogits(logits, n_vocab_);
 }

@@ -97,7 +97,7 @@ class ModelRunner {
 
  private:
   ModelRunner(model::Model& model, backend::Backend& backend, backend::KvStorage& kv,
-              RunnerLimits limits);
+              RunnerLimits limits, std::unique_ptr<backend::Buffer> logits_memory);
   Status check(std::span<const RunnerSequence> sequences) const;
   // Appends one sequence's rows (ids, positions, slots) and its attention entry.
   void append(const RunnerSequence& sequence);
@@ -115,7 +115,9 @@ class ModelRunner {
   std::vector<backend::SequenceAttention> attention_;  // [<= max_sequences]
   std::vector<int32_t> logit_rows_;                    // [<= max_logit_rows]
   std::vector<backend::KvBlockCopy> copies_;  // [copies of the step]; grows to the largest step
-  std::vector<float> logits_;                 // [max_logit_rows][n_vocab]
+  // [max_logit_rows][n_vocab], in memory the backend copies to fastest (pinned on a GPU).
+  std::unique_ptr<backend::Buffer> logits_memory_;
+  std::span<float> logits_;
 };
 
 }  // namespace pagoda::engine

@@ -79,6 +79,11 @@ class CudaBackend final : public Backend {
     PAGODA_TRY(usable());
     return CudaKvStorage::create(shape, stream_.stream);
   }
+  Expected<std::unique_ptr<Buffer>> allocate_host(size_t bytes) override {
+    PAGODA_TRY(usable());
+    PAGODA_ASSIGN_OR_RETURN(DeviceMemory memory, DeviceMemory::allocate(bytes, MemoryKind::kPinnedHost, "host buffers"));
+    return std::unique_ptr<Buffer>(new CudaBuffer(std::move(memory)));
+  }
   Expected<TensorView> upload_weight(const TensorView& host) override;
   std::optional<CacheMemory> cache_memory() const override;
 

@@ -137,12 +137,12 @@ Status matmuls_swiglu(const Context& ctx, const TensorView& x, const TensorView&
     return invalid_argument("matmul_swiglu: gate, up and out must have one shape");
   }
   if (x.n_rows() == 0) return {};
-  const MatmulTarget pair[] = {{w_gate, out}, {w_up, out}};
-  if (w_gate.ne[1] == w_up.ne[1] && one_vec_launch(ctx, x, pair)) {
+  const MatmulTarget fused[] = {{w_gate, out}, {w_up, out}};
+  if (x.n_rows() == 1 && w_gate.ne[1] == w_up.ne[1] && one_vec_launch(ctx, x, fused)) {
     return weights::matmul_vec_swiglu(ctx, x, w_gate, w_up, out);
   }
-  PAGODA_TRY(matmul(ctx, w_gate, x, gate));
-  PAGODA_TRY(matmul(ctx, w_up, x, up));
+  const MatmulTarget pair[] = {{w_gate, gate}, {w_up, up}};
+  PAGODA_TRY(matmuls(ctx, x, pair));
   return silu_mul(ctx, gate, up, out);
 }
 

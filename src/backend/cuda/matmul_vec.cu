@@ -14,8 +14,8 @@
 // On sm_90 the kernel may start before the one that writes x has finished (a
 // programmatic dependent launch): it issues its first weight loads, then waits.
 // Several weights of one type and row length (a layer's q, k and v) share one launch,
-// their rows numbered one after another; in the SwiGLU form a warp streams gate row j
-// and up row j and writes silu(gate) * up.
+// their rows numbered one after another; in the SwiGLU form (one token) a warp streams
+// gate row j and up row j and writes silu(gate) * up.
 
 #include <cuda_fp16.h>
 
@@ -347,6 +347,7 @@ Args common_args(const TensorView& x, const TensorView& w, const TensorView& y) 
 template <bool kSwiGlu>
 Status launch(const Context& ctx, DType type, Args a) {
   if (a.n_items == 0 || a.n_tokens == 0) return {};
+  if (a.n_chunks == 0) return internal_error("matmul (vector kernel): weight rows without values");
   const int64_t wanted_blocks = (a.n_items + kWarpsPerBlock - 1) / kWarpsPerBlock;
   const int64_t resident = static_cast<int64_t>(std::max(ctx.sm_count, 1)) * kBlocksPerSm;
   const auto n_blocks = static_cast<unsigned>(std::min(wanted_blocks, resident));
@@ -363,8 +364,12 @@ Status launch(const Context& ctx, DType type, Args a) {
     early_start.val.programmaticStreamSerializationAllowed = 1;
     config.attrs = &early_start;
     config.numAttrs = ctx.programmatic_launch ? 1 : 0;
-    launched = a.n_tokens == 1 ? cudaLaunchKernelEx(&config, matmul_vec_kernel<T, kSwiGlu, 1>, a)
-                               : cudaLaunchKernelEx(&config, matmul_vec_kernel<T, kSwiGlu, kVecMaxTokens>, a);
+    if constexpr (kSwiGlu) {  // one token only (matmul_vec_swiglu)
+      launched = cudaLaunchKernelEx(&config, matmul_vec_kernel<T, true, 1>, a);
+    } else {
+      launched = a.n_tokens == 1 ? cudaLaunchKernelEx(&config, matmul_vec_kernel<T, false, 1>, a)
+                                 : cudaLaunchKernelEx(&config, matmul_vec_kernel<T, false, kVecMaxTokens>, a);
+    }
   });
   if (!known) return unsupported("matmul: no kernel for weight type " + std::string(dtype_name(type)));
   if (launched != cudaSuccess) {
@@ -404,9 +409,8 @@ Status matmul_vec(const Context& ctx, const TensorView& x, std::span<const Matmu
 
 Status matmul_vec_swiglu(const Context& ctx, const TensorView& x, const TensorView& w_gate,
                          const TensorView& w_up, const TensorView& out) {
-  if (x.n_rows() > kVecMaxTokens) {
-    return internal_error("matmul_vec_swiglu: " + std::to_string(x.n_rows()) + " tokens, at most " +
-                          std::to_string(kVecMaxTokens));
+  if (x.n_rows() > 1) {
+    return internal_error("matmul_vec_swiglu: " + std::to_string(x.n_rows()) + " tokens, one at most");
   }
   if (w_gate.type != w_up.type || w_gate.ne[0] != w_up.ne[0] || w_gate.ne[1] != w_up.ne[1]) {
     return internal_error("matmul_vec_swiglu: gate and up need one type and shape");

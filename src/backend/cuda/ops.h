@@ -32,8 +32,8 @@ Status matmul(const Context& ctx, const TensorView& w, const TensorView& x, cons
 // Backend::matmuls: one launch of the few-token kernel where the weights share a type
 // and row length, else one matmul each.
 Status matmuls(const Context& ctx, const TensorView& x, std::span<const MatmulTarget> targets);
-// Backend::matmuls_swiglu: for a few tokens one launch that writes only out; otherwise
-// the two products into gate and up, then silu_mul.
+// Backend::matmuls_swiglu: for one token one launch that writes only out; otherwise the
+// two products into gate and up (one launch for a few tokens), then silu_mul.
 Status matmuls_swiglu(const Context& ctx, const TensorView& x, const TensorView& w_gate, const TensorView& w_up,
                       const TensorView& gate, const TensorView& up, const TensorView& out);
 

@@ -50,9 +50,10 @@ Status dequantize_rows_f16(const Context& ctx, const DequantizeRowsArgs& args);
 // n <= kVecMaxTokens.
 constexpr size_t kVecMaxTargets = 3;
 Status matmul_vec(const Context& ctx, const TensorView& x, std::span<const MatmulTarget> targets);
-// out = silu(x W_gate^T) * (x W_up^T) by the few-token kernel in one launch: each gate
-// row and its up row streamed by one warp, the activation applied to the two sums (as
-// the silu_mul op computes it). w_gate and w_up: one type and shape.
+// out = silu(x W_gate^T) * (x W_up^T) for one token by the few-token kernel in one
+// launch: each gate row and its up row streamed by one warp, the activation applied to
+// the two sums as the silu_mul op computes it (so the same bits as the two products,
+// which the kernel sums alike, then silu_mul). w_gate and w_up: one type and shape.
 Status matmul_vec_swiglu(const Context& ctx, const TensorView& x, const TensorView& w_gate,
                          const TensorView& w_up, const TensorView& out);
 // The first few-token kernel (matmul_vec_rowwise.cu), for side-by-side measurements.
