@@ -181,6 +181,13 @@ class Backend {
   // strided); positions: one per token.
   virtual void rope(const TensorView& x, std::span<const int32_t> positions,
                     const RopeParams& params) = 0;
+  // rope of a and of b (a layer's q and k: one head size, the same tokens; head counts
+  // may differ), which a backend may do in one pass.
+  virtual void rope_pair(const TensorView& a, const TensorView& b, std::span<const int32_t> positions,
+                         const RopeParams& params) {
+    rope(a, positions, params);
+    rope(b, positions, params);
+  }
   // out = silu(gate) * up (SwiGLU). All [n][n_ff] f32.
   virtual void silu_mul(const TensorView& gate, const TensorView& up, const TensorView& out) = 0;
   // x = gelu(x) in place (tanh approximation).

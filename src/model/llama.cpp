@@ -80,8 +80,7 @@ class Llama final : public TransformerModel {
       if (il == 0) backend_.rms_norm(x, layer.attn_norm, eps, xb);
       const backend::MatmulTarget qkv[] = {{layer.wq, q}, {layer.wk, k}, {layer.wv, v}};
       backend_.matmuls(xb, qkv);
-      rope(q, batch.positions, w_.rope_freqs);
-      rope(k, batch.positions, w_.rope_freqs);
+      rope(q, k, batch.positions, w_.rope_freqs);
       attention(il, q, k, v, kv, batch, att);
       backend_.matmul(layer.wo, att, out);
 

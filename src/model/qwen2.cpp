@@ -84,8 +84,7 @@ class Qwen2 final : public TransformerModel {
       backend_.add_bias(q, layer.bq);
       backend_.add_bias(k, layer.bk);
       backend_.add_bias(v, layer.bv);
-      rope(q, batch.positions);
-      rope(k, batch.positions);
+      rope(q, k, batch.positions);
       attention(il, q, k, v, kv, batch, att);
       backend_.matmul(layer.wo, att, out);
 

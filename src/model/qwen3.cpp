@@ -83,8 +83,7 @@ class Qwen3 final : public TransformerModel {
       backend_.matmuls(xb, qkv);
       backend_.rms_norm(heads(q), layer.q_norm, eps, heads(q));
       backend_.rms_norm(heads(k), layer.k_norm, eps, heads(k));
-      rope(q, batch.positions);
-      rope(k, batch.positions);
+      rope(q, k, batch.positions);
       attention(il, q, k, v, kv, batch, att);
       backend_.matmul(layer.wo, att, out);
 

@@ -92,11 +92,12 @@ Status TransformerModel::forward(const ForwardBatch& batch, backend::KvStorage& 
   return backend_.take_error();
 }
 
-void TransformerModel::rope(const backend::TensorView& m, std::span<const int32_t> positions,
-                            const float* freq_factors) {
+void TransformerModel::rope(const backend::TensorView& q, const backend::TensorView& k,
+                            std::span<const int32_t> positions, const float* freq_factors) {
   backend::RopeParams params = rope_params_;
   params.freq_factors = freq_factors;
-  backend_.rope(backend::split_rows_into_heads(m, config_.head_dim), positions, params);
+  backend_.rope_pair(backend::split_rows_into_heads(q, config_.head_dim),
+                     backend::split_rows_into_heads(k, config_.head_dim), positions, params);
 }
 
 void TransformerModel::attention(int32_t layer, const backend::TensorView& q,

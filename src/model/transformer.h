@@ -95,8 +95,9 @@ class TransformerModel : public Model {
   backend::TensorView heads(const backend::TensorView& m) const {
     return backend::split_rows_into_heads(m, config_.head_dim);
   }
-  // Rotates the heads of `m` ([n][n_heads * head_dim], rows may be strided) in place.
-  void rope(const backend::TensorView& m, std::span<const int32_t> positions,
+  // Rotates the heads of q and k ([n][n_heads * head_dim] and [n][n_head_kv * head_dim],
+  // rows may be strided) in place.
+  void rope(const backend::TensorView& q, const backend::TensorView& k, std::span<const int32_t> positions,
             const float* freq_factors = nullptr);
   // Stores k and v in the layer's KV cache, then causal grouped-query attention of q
   // over each sequence's context. q: [n][n_head * head_dim], k, v: [n][n_head_kv *

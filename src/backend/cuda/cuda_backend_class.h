@@ -130,6 +130,8 @@ class CudaBackend final : public Backend {
                   const TensorView& y) override;
   void rope(const TensorView& x, std::span<const int32_t> positions,
             const RopeParams& params) override;
+  void rope_pair(const TensorView& a, const TensorView& b, std::span<const int32_t> positions,
+                 const RopeParams& params) override;
   void silu_mul(const TensorView& gate, const TensorView& up, const TensorView& out) override;
   void gelu(const TensorView& x) override;
   void attention(const TensorView& q, const TensorView& k, const TensorView& v, KvStorage& kv,
@@ -150,6 +152,9 @@ class CudaBackend final : public Backend {
   Status usable() const;
   // "matmul q4_K 2048->2048+512+512 n=1" (the type of the first weight).
   static std::string matmuls_name(const TensorView& x, std::span<const MatmulTarget> targets);
+  // rope's host side: the positions staged after their count is checked (null: noted).
+  const int32_t* stage_positions(int64_t n_tokens, std::span<const int32_t> positions);
+  static LaunchKey rope_key(uint64_t op, const int32_t* positions, const RopeParams& params);
   // The ops, as the first word of their launch keys.
   enum OpCode : uint64_t {
     kGetRows = 1,
@@ -164,7 +169,8 @@ class CudaBackend final : public Backend {
     kRope,
     kSiluMul,
     kGelu,
-    kAttention
+    kAttention,
+    kRopePair
   };
   // Records an op's launch (which returns its Status) for the step's graph, or, when the
   // backend launches op by op, enqueues it now between the profile's events; if the

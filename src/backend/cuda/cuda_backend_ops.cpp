@@ -139,25 +139,47 @@ void CudaBackend::gelu(const TensorView& x) {
       [] { return std::string("gelu"); });
 }
 
-void CudaBackend::rope(const TensorView& x, std::span<const int32_t> positions,
-                       const RopeParams& params) {
-  if (!ready()) return;
-  // The kernels read one position per token: the count is checked here, on the host.
-  const int64_t n_tokens = x.ne[2] * x.ne[3];
+// The positions staged after the checks rope needs on the host (one per token), or
+// null with the error noted.
+const int32_t* CudaBackend::stage_positions(int64_t n_tokens, std::span<const int32_t> positions) {
   if (static_cast<int64_t>(positions.size()) != n_tokens) {
-    return note(invalid_argument("rope: needs one position per token (" +
-                                 std::to_string(positions.size()) + " for " +
-                                 std::to_string(n_tokens) + " tokens)"));
+    note(invalid_argument("rope: needs one position per token (" + std::to_string(positions.size()) + " for " +
+                          std::to_string(n_tokens) + " tokens)"));
+    return nullptr;
   }
   Expected<const int32_t*> staged = staging_.stage(positions);
-  if (!staged.ok()) return note(staged.status());
-  const int32_t* device_positions = *staged;
-  LaunchKey key(kRope);
-  key.add(x).add(device_positions).add(params.n_dims).add(params.freq_base).add(params.freq_scale);
+  if (!staged.ok()) {
+    note(staged.status());
+    return nullptr;
+  }
+  return *staged;
+}
+
+LaunchKey CudaBackend::rope_key(uint64_t op, const int32_t* positions, const RopeParams& params) {
+  LaunchKey key(op);
+  key.add(positions).add(params.n_dims).add(params.freq_base).add(params.freq_scale);
   key.add(params.neox).add(static_cast<const void*>(params.freq_factors));
-  run_op(
-      key, [=, this] { return cuda::rope(ctx_, x, device_positions, params); },
-      [] { return std::string("rope"); });
+  return key;
+}
+
+void CudaBackend::rope(const TensorView& x, std::span<const int32_t> positions, const RopeParams& params) {
+  if (!ready()) return;
+  const int32_t* device_positions = stage_positions(x.ne[2] * x.ne[3], positions);
+  if (device_positions == nullptr) return;
+  LaunchKey key = rope_key(kRope, device_positions, params);
+  key.add(x);
+  run_op(key, [=, this] { return cuda::rope(ctx_, x, device_positions, params); }, [] { return std::string("rope"); });
+}
+
+void CudaBackend::rope_pair(const TensorView& a, const TensorView& b, std::span<const int32_t> positions,
+                            const RopeParams& params) {
+  if (!ready()) return;
+  const int32_t* device_positions = stage_positions(a.ne[2] * a.ne[3], positions);
+  if (device_positions == nullptr) return;
+  LaunchKey key = rope_key(kRopePair, device_positions, params);
+  key.add(a).add(b);
+  run_op(key, [=, this] { return cuda::rope_pair(ctx_, a, b, device_positions, params); },
+         [] { return std::string("rope"); });
 }
 
 void CudaBackend::attention(const TensorView& q, const TensorView& k, const TensorView& v,

@@ -51,6 +51,9 @@ Status layer_norm(const Context& ctx, const TensorView& x, const TensorView& wei
 // uploaded weight).
 Status rope(const Context& ctx, const TensorView& x, const int32_t* positions,
             const RopeParams& params);
+// Backend::rope_pair: both views (one head size, the same tokens) in one launch.
+Status rope_pair(const Context& ctx, const TensorView& a, const TensorView& b, const int32_t* positions,
+                 const RopeParams& params);
 Status silu_mul(const Context& ctx, const TensorView& gate, const TensorView& up,
                 const TensorView& out);
 Status gelu(const Context& ctx, const TensorView& x);

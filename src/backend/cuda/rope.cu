@@ -19,11 +19,17 @@ namespace {
 constexpr int32_t kMaxRopeDims = 1024;  // as the CPU op
 constexpr int kRopeThreads = 256;
 
-struct RopeArgs {
-  char* data;       // the head view x
-  int64_t n_heads;  // x.ne[1]
-  int64_t ne2;      // x.ne[2]: tokens are (t % ne2, t / ne2) over ne[2] and ne[3]
+// One head view the kernel rotates.
+struct RopeTarget {
+  char* data;
+  int64_t n_heads;  // ne[1]
   int64_t nb1, nb2, nb3;
+};
+
+struct RopeArgs {
+  RopeTarget x[2];  // the views (x[1] only when n_targets == 2: q and k of one layer)
+  int n_targets;
+  int64_t ne2;      // ne[2] of both: tokens are (t % ne2, t / ne2) over ne[2] and ne[3]
   const int32_t* positions;     // device [n_tokens]
   const float* freq_factors;    // device [n_dims / 2], or null
   int32_t n_dims;               // even, <= head_dim
@@ -33,7 +39,7 @@ struct RopeArgs {
 };
 
 // One block per token: its pairs' cos and sin into shared memory, then every pair of
-// every head rotated by one thread.
+// every head of each view rotated by one thread.
 __global__ void rope_kernel(RopeArgs a) {
   __shared__ float cos_sin[kMaxRopeDims];  // cos, sin of pair i at 2i, 2i + 1
   const int64_t t = blockIdx.x;
@@ -48,12 +54,16 @@ __global__ void rope_kernel(RopeArgs a) {
     cos_sin[2 * i + 1] = sinf(angle);
   }
   __syncthreads();
-  char* token = a.data + (t % a.ne2) * a.nb2 + (t / a.ne2) * a.nb3;
-  const int64_t n_pairs = a.n_heads * half;
+  const int64_t first_pairs = a.x[0].n_heads * half;
+  const int64_t n_pairs = first_pairs + (a.n_targets == 2 ? a.x[1].n_heads * half : 0);
   for (int64_t k = threadIdx.x; k < n_pairs; k += blockDim.x) {
-    const int64_t h = k / half;
-    const int32_t i = static_cast<int32_t>(k % half);
-    float* v = reinterpret_cast<float*>(token + h * a.nb1);
+    const bool second_view = k >= first_pairs;
+    const RopeTarget& x = second_view ? a.x[1] : a.x[0];
+    const int64_t pair = second_view ? k - first_pairs : k;
+    const int64_t h = pair / half;
+    const int32_t i = static_cast<int32_t>(pair % half);
+    char* token = x.data + (t % a.ne2) * x.nb2 + (t / a.ne2) * x.nb3;
+    float* v = reinterpret_cast<float*>(token + h * x.nb1);
     float* first = a.neox ? v + i : v + 2 * i;
     float* second = a.neox ? v + i + half : v + 2 * i + 1;
     const float c = cos_sin[2 * i], s = cos_sin[2 * i + 1];
@@ -63,26 +73,40 @@ __global__ void rope_kernel(RopeArgs a) {
   }
 }
 
-}  // namespace
-
-Status rope(const Context& ctx, const TensorView& x, const int32_t* positions,
-            const RopeParams& params) {
+Status check_rope_view(const TensorView& x, const RopeParams& params) {
   if (!is_f32_rows(x)) return invalid_argument("rope: needs an f32 head view");
   if (params.n_dims <= 0 || params.n_dims % 2 != 0 || params.n_dims > x.ne[0] ||
       params.n_dims > kMaxRopeDims) {
     return invalid_argument("rope: n_dims must be even, positive, at most the head size and 1024");
   }
+  if (x.ne[2] * x.ne[3] > kMaxGridX) return invalid_argument("rope: too many tokens");
+  return {};
+}
+
+RopeTarget target_of(const TensorView& x) {
+  return {static_cast<char*>(x.data), x.ne[1], static_cast<int64_t>(x.nb[1]), static_cast<int64_t>(x.nb[2]),
+          static_cast<int64_t>(x.nb[3])};
+}
+
+// Rotates x (and y, when given: the same tokens) in one launch.
+Status rope_views(const Context& ctx, const TensorView& x, const TensorView* y, const int32_t* positions,
+                  const RopeParams& params) {
+  PAGODA_TRY(check_rope_view(x, params));
+  if (y != nullptr) {
+    PAGODA_TRY(check_rope_view(*y, params));
+    if (y->ne[0] != x.ne[0] || y->ne[2] != x.ne[2] || y->ne[3] != x.ne[3]) {
+      return invalid_argument("rope: the two views need one head size and the same tokens");
+    }
+  }
   const int64_t n_tokens = x.ne[2] * x.ne[3];
-  if (n_tokens > kMaxGridX) return invalid_argument("rope: too many tokens");
-  if (n_tokens == 0 || x.ne[1] == 0) return {};
+  const int64_t n_heads = x.ne[1] + (y != nullptr ? y->ne[1] : 0);
+  if (n_tokens == 0 || n_heads == 0) return {};
   if (positions == nullptr) return invalid_argument("rope: needs one position per token");
   RopeArgs a;
-  a.data = static_cast<char*>(x.data);
-  a.n_heads = x.ne[1];
+  a.x[0] = target_of(x);
+  a.x[1] = y != nullptr ? target_of(*y) : RopeTarget{};
+  a.n_targets = y != nullptr ? 2 : 1;
   a.ne2 = x.ne[2];
-  a.nb1 = static_cast<int64_t>(x.nb[1]);
-  a.nb2 = static_cast<int64_t>(x.nb[2]);
-  a.nb3 = static_cast<int64_t>(x.nb[3]);
   a.positions = positions;
   a.freq_factors = params.freq_factors;
   a.n_dims = params.n_dims;
@@ -90,10 +114,21 @@ Status rope(const Context& ctx, const TensorView& x, const int32_t* positions,
   a.theta_scale = std::pow(params.freq_base, -2.0f / static_cast<float>(params.n_dims));
   a.freq_scale = params.freq_scale;
   a.neox = params.neox;
-  const int64_t n_pairs = x.ne[1] * (params.n_dims / 2);
+  const int64_t n_pairs = n_heads * (params.n_dims / 2);
   const int threads = n_pairs >= kRopeThreads ? kRopeThreads : threads_for_row(n_pairs);
   rope_kernel<<<static_cast<unsigned>(n_tokens), threads, 0, ctx.stream>>>(a);
   return launch_status("rope");
+}
+
+}  // namespace
+
+Status rope(const Context& ctx, const TensorView& x, const int32_t* positions, const RopeParams& params) {
+  return rope_views(ctx, x, nullptr, positions, params);
+}
+
+Status rope_pair(const Context& ctx, const TensorView& a, const TensorView& b, const int32_t* positions,
+                 const RopeParams& params) {
+  return rope_views(ctx, a, &b, positions, params);
 }
 
 }  // namespace pagoda::backend::cuda

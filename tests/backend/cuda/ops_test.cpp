@@ -229,6 +229,27 @@ TEST_F(CudaOpsTest, RopeMatchesCpu) {
   }
 }
 
+// q and k of a layer in one launch: the same angles and rotations as rope on each, bit for
+// bit (RopeMatchesCpu checks those against the CPU), with another head count in k, the
+// pair's neox layout and partial rotation.
+TEST_F(CudaOpsTest, RopePairRotatesBothAsRopeDoes) {
+  constexpr int64_t kTokens = 19, kHeadDim = 64;
+  for (const bool neox : {false, true}) {
+    Matrix q(kTokens, 8 * kHeadDim, 3, 50), k(kTokens, 2 * kHeadDim, 1, 51);
+    std::vector<int32_t> positions(kTokens);
+    for (int64_t t = 0; t < kTokens; ++t) positions[size_t(t)] = static_cast<int32_t>(3 + t * 101);
+    const RopeParams params{.n_dims = 48, .freq_base = 10000.0f, .freq_scale = 1.0f, .neox = neox};
+    DeviceTensor pair_q = upload(q), pair_k = upload(k), one_q = upload(q), one_k = upload(k);
+    gpu_->rope_pair(split_rows_into_heads(pair_q.view, kHeadDim), split_rows_into_heads(pair_k.view, kHeadDim),
+                    positions, params);
+    gpu_->rope(split_rows_into_heads(one_q.view, kHeadDim), positions, params);
+    gpu_->rope(split_rows_into_heads(one_k.view, kHeadDim), positions, params);
+    expect_close(download(pair_q, q), download(one_q, q), 0, 0, "rope_pair: q");
+    expect_close(download(pair_k, k), download(one_k, k), 0, 0, "rope_pair: k");
+    EXPECT_NE(download(pair_q, q).data, q.data) << "rotated";
+  }
+}
+
 // The CPU's exp is within 1.5 ulp (its reference polynomial) or 1 ulp (the C library's,
 // for the last n % 16 values), CUDA's expf within 2: 1 + exp(-g) differs by at most ~4 ulp
 // relative, and the division and product round once more each: 1e-6 relative (8 ulp).
