@@ -77,7 +77,11 @@ def test_generation_reports_its_roofline_and_profile():
     rows = {line[:46].strip(): line[46:].split() for line in err.splitlines()}
     check_equal(rows.get("matmul q4_1 576x[1536,1536]", [None])[0], "30.00", "gate/up calls per token")
     check_equal(rows.get("attention", [None])[0], "30.00", "attention calls per token")
-    check_equal(rows.get("rms_norm", [None])[0], "61.00", "norms per token (2 a layer and the last)")
+    # Each residual add is fused with the norm after it: the first layer's norm and the
+    # final one stand alone, and the last layer's second add has no norm after it.
+    check_equal(rows.get("rms_norm", [None])[0], "2.00", "norms per token (the first and the last)")
+    check_equal(rows.get("add_rms_norm", [None])[0], "59.00", "adds fused with norms per token (2 a layer, less one)")
+    check_equal(rows.get("add", [None])[0], "1.00", "adds per token (the last layer's second)")
     check("outside the ops (engine step, sampling)" in err, f"stderr: {err}")
 
 
