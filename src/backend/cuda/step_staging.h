@@ -2,9 +2,10 @@
 // One step's host inputs of the ops (token ids, positions, the attention batch's block
 // tables and KV slots) on their way to the device: copied into a pinned host arena, and
 // from there by upload() (one cudaMemcpyAsync on the backend's stream for everything
-// staged since the last upload) into a device arena of the same size. Both arenas are allocated once; regions are handed out by bumping an offset and
-// all given back at reset(), which the backend calls once the stream is idle
-// (synchronize()), so no pending copy or kernel still uses them.
+// staged since the last upload) into a device arena of the same size. Both arenas are
+// allocated once; regions are handed out by bumping an offset and all given back at
+// reset(), which the backend calls once the stream is idle (synchronize()), so no pending
+// copy or kernel still uses them.
 //
 // The same input is passed many times per forward pass (rope's positions twice per
 // layer, the attention batch at every layer): an input whose pointer, size and contents
