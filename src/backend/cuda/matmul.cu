@@ -116,7 +116,7 @@ Status matmul(const Context& ctx, const TensorView& w, const TensorView& x, cons
   if (n_tokens == 0 || w.ne[1] == 0) return {};
   if (n_tokens <= weights::kVecMaxTokens) return matmul_vec_one(ctx, w, x, y);
   if (ctx.batch_invariant) return matmul_vec_groups(ctx, w, x, y);
-  if (w.type == DType::F32 || w.type == DType::BF16) return weights::matmul_gemm_f32(ctx, w, x, y);
+  if (!weights::uses_f16_gemm(w.type)) return weights::matmul_gemm_f32(ctx, w, x, y);
   return weights::matmul_gemm_f16(ctx, w, x, y);
 }
 
@@ -124,6 +124,11 @@ Status matmuls(const Context& ctx, const TensorView& x, std::span<const MatmulTa
   for (const MatmulTarget& t : targets) PAGODA_TRY(check_matmul_views(t.w, x, t.y));
   if (x.n_rows() == 0) return {};
   if (one_vec_launch(ctx, x, targets)) return weights::matmul_vec(ctx, x, targets);
+  const bool one_f16_x = x.n_rows() > weights::kVecMaxTokens && !ctx.batch_invariant &&
+                         std::all_of(targets.begin(), targets.end(), [](const MatmulTarget& t) {
+                           return weights::uses_f16_gemm(t.w.type);
+                         });
+  if (one_f16_x) return weights::matmul_gemm_f16(ctx, x, targets);  // x rounded to f16 once
   for (const MatmulTarget& t : targets) PAGODA_TRY(matmul(ctx, t.w, x, t.y));
   return {};
 }

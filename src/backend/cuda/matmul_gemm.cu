@@ -141,24 +141,43 @@ Status multiply_in_pieces(const Context& ctx, const TensorView& w, int64_t n_tok
   return {};
 }
 
-}  // namespace
-
-Status matmul_gemm_f16(const Context& ctx, const TensorView& w, const TensorView& x, const TensorView& y) {
-  const int64_t n_tokens = x.n_rows(), n_in = w.ne[0], n_out = w.ne[1];
+// y = x W^T from x already in f16 (x16: [n_tokens][n_in]).
+Status gemm_f16_from(const Context& ctx, const TensorView& w, const __half* x16, int64_t n_tokens,
+                     const TensorView& y) {
+  const int64_t n_in = w.ne[0], n_out = w.ne[1];
   const int64_t ldc = static_cast<int64_t>(y.nb[1] / sizeof(float));
   // A single row's stride is never stepped over; cuBLAS still wants lda >= n_in.
   const int64_t lda = n_out > 1 ? static_cast<int64_t>(w.nb[1] / sizeof(__half)) : n_in;
   PAGODA_TRY(check_cublas_limits(ctx.cublas, {n_tokens, n_in, n_out, ldc, lda}));
-  ScratchScope scratch(*ctx.workspace);
-  PAGODA_ASSIGN_OR_RETURN(const __half* x16, convert_x_to_f16(ctx, w, x));
   float* y_data = static_cast<float*>(y.data);
   if (w.type == DType::F16) {
     return gemm_f16(ctx, static_cast<const __half*>(w.data), lda, n_out, x16, n_tokens, n_in, y_data, ldc);
   }
+  ScratchScope pieces(*ctx.workspace);
   return multiply_in_pieces<__half>(ctx, w, n_tokens, dequantize_rows_f16,
                                     [&](const __half* piece, int64_t first, int64_t count) {
                                       return gemm_f16(ctx, piece, n_in, count, x16, n_tokens, n_in, y_data + first, ldc);
                                     });
+}
+
+}  // namespace
+
+Status matmul_gemm_f16(const Context& ctx, const TensorView& w, const TensorView& x, const TensorView& y) {
+  const MatmulTarget target{w, y};
+  return matmul_gemm_f16(ctx, x, std::span<const MatmulTarget>(&target, 1));
+}
+
+Status matmul_gemm_f16(const Context& ctx, const TensorView& x, std::span<const MatmulTarget> targets) {
+  if (targets.empty()) return {};
+  ScratchScope scratch(*ctx.workspace);
+  PAGODA_ASSIGN_OR_RETURN(const __half* x16, convert_x_to_f16(ctx, targets[0].w, x));
+  for (const MatmulTarget& t : targets) {
+    if (t.w.ne[0] != x.ne[0] || !uses_f16_gemm(t.w.type)) {
+      return internal_error("matmul: the f16 GEMMs of one x need block-format or F16 weights of its row length");
+    }
+    PAGODA_TRY(gemm_f16_from(ctx, t.w, x16, x.n_rows(), t.y));
+  }
+  return {};
 }
 
 Status matmul_gemm_f32(const Context& ctx, const TensorView& w, const TensorView& x, const TensorView& y) {

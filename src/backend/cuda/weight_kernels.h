@@ -60,6 +60,11 @@ Status matmul_vec_swiglu(const Context& ctx, const TensorView& x, const TensorVi
 Status matmul_vec_rowwise(const Context& ctx, const TensorView& w, const TensorView& x, const TensorView& y);
 // Block formats and F16: W in f16 pieces, x rounded to f16, cublasGemmEx (f32 compute).
 Status matmul_gemm_f16(const Context& ctx, const TensorView& w, const TensorView& x, const TensorView& y);
+// The same for several weights of x's row length: x rounded to f16 once for all of them.
+Status matmul_gemm_f16(const Context& ctx, const TensorView& x, std::span<const MatmulTarget> targets);
+// The weight types whose many-token products go through the f16 GEMM (all but F32 and
+// BF16, which keep f32 products).
+constexpr bool uses_f16_gemm(DType type) { return type != DType::F32 && type != DType::BF16; }
 // F32 and BF16: W (BF16 dequantized in f32 pieces) and x in f32, cublasSgemm.
 Status matmul_gemm_f32(const Context& ctx, const TensorView& w, const TensorView& x, const TensorView& y);
 
