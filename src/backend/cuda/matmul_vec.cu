@@ -23,31 +23,29 @@
 #include <string>
 
 #include "backend/cuda/launch_order.cuh"
+#include "backend/cuda/matmul_vec_tiling.h"
 #include "backend/cuda/quant_blocks.cuh"
 #include "backend/cuda/weight_kernels.h"
 
 namespace pagoda::backend::cuda::weights {
 namespace {
 
-constexpr int kWarpSize = 32;
+constexpr int kWarpSize = kVecWarpSize;
 constexpr int kWarpsPerBlock = 4;
 // Blocks the grid asks for per multiprocessor; the warps then walk the rows grid-stride.
 constexpr int kBlocksPerSm = 8;
-constexpr int kSegmentBytes = 16;
+constexpr int kSegmentBytes = kVecSegmentBytes;
 
-// How a weight format's rows are cut into tiles.
+// How a weight format's rows are cut into tiles (matmul_vec_tiling.h).
 template <DType T>
 struct Tiling {
-  using Format = WeightFormat<T>;
-  static constexpr int kChunksPerBlock = Format::kValues / kChunkValues;
-  // Low-bit formats take two chunks per lane, so that a tile in flight is about 1 KiB.
-  static constexpr int kChunksPerLane = (kWarpSize / kChunksPerBlock) * Format::kBytes < 1024 ? 2 : 1;
-  static constexpr int kChunks = kWarpSize * kChunksPerLane;
-  static constexpr int kBytes = kChunks / kChunksPerBlock * Format::kBytes;
-  // A tile starts anywhere in its first 16-byte segment, so it spans one segment more.
-  static constexpr int kSegments = (kBytes + kSegmentBytes - 1) / kSegmentBytes + 1;
-  static constexpr int kSegmentsPerLane = (kSegments + kWarpSize - 1) / kWarpSize;
-  static constexpr int kSharedBytes = kSegmentsPerLane * kWarpSize * kSegmentBytes;
+  static constexpr VecTiling kGeometry = vec_tiling(WeightFormat<T>::kValues, WeightFormat<T>::kBytes);
+  static constexpr int kChunksPerBlock = kGeometry.chunks_per_block;
+  static constexpr int kChunksPerLane = kGeometry.chunks_per_lane;
+  static constexpr int kChunks = kGeometry.chunks;
+  static constexpr int kBytes = kGeometry.bytes;
+  static constexpr int kSegmentsPerLane = kGeometry.segments_per_lane;
+  static constexpr int kSharedBytes = kGeometry.shared_bytes;
 };
 
 // One weight matrix of the launch.
@@ -109,12 +107,11 @@ struct TileLoad {
 };
 
 template <int kSegmentsPerLane>
-__device__ __forceinline__ void load_tile(const uint8_t* begin, const uint8_t* end, const uint8_t* lo,
-                                          const uint8_t* hi, int lane, TileLoad<kSegmentsPerLane>& load) {
-  const uintptr_t start = reinterpret_cast<uintptr_t>(begin) & ~uintptr_t{kSegmentBytes - 1};
-  const uint8_t* base = reinterpret_cast<const uint8_t*>(start);
-  load.offset = static_cast<int>(begin - base);
-  const int n_segments = static_cast<int>((end - base + kSegmentBytes - 1) / kSegmentBytes);
+__device__ __forceinline__ void load_tile(const VecTileSpan& span, const uint8_t* lo, const uint8_t* hi, int lane,
+                                          TileLoad<kSegmentsPerLane>& load) {
+  const uint8_t* base = reinterpret_cast<const uint8_t*>(span.base);
+  load.offset = span.offset;
+  const int n_segments = span.n_segments;
 #pragma unroll
   for (int i = 0; i < kSegmentsPerLane; ++i) {
     const int s = lane + kWarpSize * i;
@@ -172,8 +169,8 @@ __device__ __forceinline__ void multiply_tile(const Args& a, const uint8_t* tile
     if (c >= a.n_chunks) break;
     const int count = static_cast<int>(min(static_cast<int64_t>(kChunkValues), a.n_in - c * kChunkValues));
     float v[32];
-    WeightFormat<T>::chunk(tile_bytes + (local / Tile::kChunksPerBlock) * WeightFormat<T>::kBytes,
-                           local % Tile::kChunksPerBlock, count, v);
+    WeightFormat<T>::chunk(tile_bytes + vec_chunk_block_offset(Tile::kGeometry, 0, local),
+                           vec_chunk_in_block(Tile::kGeometry, local), count, v);
     const float* x_chunk = a.x + c * kChunkValues;
     if (a.x_aligned && count == kChunkValues) {
 #pragma unroll
@@ -246,20 +243,13 @@ __global__ void __launch_bounds__(kWarpsPerBlock * kWarpSize) matmul_vec_kernel(
   if (item >= a.n_items) return;  // whole warps leave together: the shuffles see full warps
   uint8_t* tile_bytes = shared[warp];
 
-  auto tile_range = [&](const RowSource& src, int tile, const uint8_t*& begin, const uint8_t*& end) {
-    const int64_t first = static_cast<int64_t>(tile) * Tile::kBytes;
-    begin = src.row + first;
-    end = src.row + min(a.row_bytes, first + Tile::kBytes);
-  };
-
   allow_next_kernel();
   int part = 0, tile = 0;
   TileLoad<Tile::kSegmentsPerLane> next;
   {
     const RowSource src = row_source<kSwiGlu>(a, item, 0);
-    const uint8_t *begin, *end;
-    tile_range(src, 0, begin, end);
-    load_tile(begin, end, src.lo, src.hi, lane, next);
+    load_tile(vec_tile_span(Tile::kGeometry, reinterpret_cast<uintptr_t>(src.row), a.row_bytes, 0), src.lo, src.hi,
+              lane, next);
   }
   // Weights are read-only: their first tile is on its way before x (which the kernel
   // before this one writes) may be read.
@@ -290,9 +280,8 @@ __global__ void __launch_bounds__(kWarpsPerBlock * kWarpSize) matmul_vec_kernel(
     const bool more = next_item < a.n_items;
     if (more) {
       const RowSource src = row_source<kSwiGlu>(a, next_item, next_part);
-      const uint8_t *begin, *end;
-      tile_range(src, next_tile, begin, end);
-      load_tile(begin, end, src.lo, src.hi, lane, next);
+      load_tile(vec_tile_span(Tile::kGeometry, reinterpret_cast<uintptr_t>(src.row), a.row_bytes, next_tile), src.lo,
+                src.hi, lane, next);
     }
 
     if (kParts == 1 || part == 0) {
