@@ -4,7 +4,6 @@
 #include <utility>
 
 #include "backend/cuda/cuda_status.h"
-#include "core/mix64.h"
 
 namespace pagoda::backend::cuda {
 
@@ -14,12 +13,6 @@ LaunchKey& LaunchKey::add(const TensorView& v) {
   for (int i = 0; i < 4; ++i) add(v.ne[i]);
   for (int i = 0; i < 4; ++i) add(static_cast<uint64_t>(v.nb[i]));
   return *this;
-}
-
-StepGraphs::~StepGraphs() {
-  for (auto& [hash, entry] : graphs_) {
-    if (entry.exec != nullptr) cudaGraphExecDestroy(entry.exec);
-  }
 }
 
 void StepGraphs::record(const LaunchKey& key, std::function<Status()> launch) {
@@ -68,49 +61,31 @@ Status StepGraphs::capture(cudaStream_t stream, cudaGraphExec_t* exec) {
   return status;
 }
 
-void StepGraphs::evict_one() {
-  auto oldest = graphs_.end();
-  for (auto it = graphs_.begin(); it != graphs_.end(); ++it) {
-    if (oldest == graphs_.end() || it->second.last_use < oldest->second.last_use) oldest = it;
-  }
-  if (oldest == graphs_.end()) return;
-  if (oldest->second.exec != nullptr) cudaGraphExecDestroy(oldest->second.exec);
-  graphs_.erase(oldest);
-}
-
 Status StepGraphs::run(cudaStream_t stream) {
   if (launches_.empty()) return {};
-  uint64_t hash = key_.size();
-  for (const uint64_t word : key_) hash = mix64(hash ^ word);
   Status status;
-  auto it = graphs_.find(hash);
-  if (it == graphs_.end() || it->second.key != key_) {
-    // First seen (or its hash taken by another key, which keeps its place): one by one.
-    if (it == graphs_.end()) {
-      if (graphs_.size() >= kMaxGraphs) evict_one();
-      graphs_.emplace(hash, Entry{key_, nullptr, false, ++clock_});
-    }
-    status = run_each();
-  } else {
-    Entry& entry = it->second;
-    entry.last_use = ++clock_;
-    if (entry.exec == nullptr && !entry.uncapturable) {
-      const Status captured = capture(stream, &entry.exec);
-      if (captured.ok()) {
-        ++counts_.captured;
-      } else {
-        entry.uncapturable = true;
-      }
-    }
-    if (entry.exec != nullptr) {
-      status = cuda_status(cudaGraphLaunch(entry.exec, stream), "cuda: cudaGraphLaunch");
-      ++counts_.replayed;
-    } else {
+  switch (cache_.plan(key_)) {
+    case GraphCache::Plan::kRunEach:
       status = run_each();
+      break;
+    case GraphCache::Plan::kCapture: {
+      cudaGraphExec_t exec = nullptr;
+      if (capture(stream, &exec).ok()) ++counts_.captured;
+      cache_.store(exec);
+      status = exec != nullptr ? replay(exec, stream) : run_each();
+      break;
     }
+    case GraphCache::Plan::kReplay:
+      status = replay(static_cast<cudaGraphExec_t>(cache_.graph()), stream);
+      break;
   }
   discard();
   return status;
+}
+
+Status StepGraphs::replay(cudaGraphExec_t exec, cudaStream_t stream) {
+  ++counts_.replayed;
+  return cuda_status(cudaGraphLaunch(exec, stream), "cuda: cudaGraphLaunch");
 }
 
 }  // namespace pagoda::backend::cuda

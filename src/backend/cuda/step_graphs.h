@@ -19,9 +19,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
-#include <unordered_map>
 #include <vector>
 
+#include "backend/cuda/graph_cache.h"
 #include "backend/tensor.h"
 #include "core/status.h"
 
@@ -52,7 +52,6 @@ class LaunchKey {
 class StepGraphs {
  public:
   StepGraphs() = default;
-  ~StepGraphs();
   StepGraphs(const StepGraphs&) = delete;
   StepGraphs& operator=(const StepGraphs&) = delete;
 
@@ -78,23 +77,16 @@ class StepGraphs {
   static constexpr size_t kMaxGraphs = 64;
 
  private:
-  struct Entry {
-    std::vector<uint64_t> key;
-    cudaGraphExec_t exec = nullptr;  // null: seen once, not captured yet
-    bool uncapturable = false;       // its capture failed: always one by one
-    uint64_t last_use = 0;
-  };
-
   Status run_each();
   // Captures the launches into a graph and instantiates it; null (and the stream out of
   // capture mode) when that fails.
   Status capture(cudaStream_t stream, cudaGraphExec_t* exec);
-  void evict_one();
+  Status replay(cudaGraphExec_t exec, cudaStream_t stream);
 
   std::vector<std::function<Status()>> launches_;
   std::vector<uint64_t> key_;  // the step's key: the ops' keys, each after its length
-  std::unordered_map<uint64_t, Entry> graphs_;  // by the hash of their key
-  uint64_t clock_ = 0;
+  GraphCache cache_{kMaxGraphs,
+                    [](void* graph) { cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(graph)); }};
   Counts counts_;
 };
 
