@@ -205,6 +205,23 @@ void rope_reference(const Matrix& x, Matrix& out, int64_t head_dim, const std::v
   }
 }
 
+// q and k in one job: each head rotated as rope rotates it, bit for bit, with another head
+// count in k and a strided q.
+TEST_F(OpsTest, RopePairIsRopeOfEach) {
+  const std::vector<int32_t> positions = {3, 4, 9, 100, 2047, 7};
+  for (const bool neox : {false, true}) {
+    const RopeParams p{.n_dims = 12, .freq_base = 500000.0f, .freq_scale = 1.0f, .neox = neox};
+    Matrix q(6, 9 * 16, 5, 30), k(6, 3 * 16, 0, 31);
+    Matrix q_each = q, k_each = k;
+    backend->rope_pair(split_rows_into_heads(q.view(), 16), split_rows_into_heads(k.view(), 16), positions, p);
+    backend->rope(split_rows_into_heads(q_each.view(), 16), positions, p);
+    backend->rope(split_rows_into_heads(k_each.view(), 16), positions, p);
+    EXPECT_EQ(q.data, q_each.data);
+    EXPECT_EQ(k.data, k_each.data);
+    EXPECT_NE(q.data, Matrix(6, 9 * 16, 5, 30).data) << "rotated";
+  }
+}
+
 TEST_F(OpsTest, RopeNormalAndNeox) {
   const std::vector<int32_t> positions = {0, 1, 5, 17, 300};
   std::vector<float> factors = {1.0f, 1.5f, 2.0f, 4.0f, 8.0f, 1.0f, 1.0f, 3.0f};

@@ -157,6 +157,10 @@ class CpuBackend final : public Backend {
   void rope(const TensorView& x, std::span<const int32_t> positions, const RopeParams& params) override {
     timed([&] { return rope_.run(pool_, x, positions, params); }, [] { return std::string("rope"); });
   }
+  void rope_pair(const TensorView& a, const TensorView& b, std::span<const int32_t> positions,
+                 const RopeParams& params) override {
+    timed([&] { return rope_.run_pair(pool_, a, b, positions, params); }, [] { return std::string("rope"); });
+  }
   void silu_mul(const TensorView& gate, const TensorView& up, const TensorView& out) override {
     timed([&] { return cpu::silu_mul(pool_, isa_, gate, up, out); }, [] { return std::string("silu_mul"); });
   }

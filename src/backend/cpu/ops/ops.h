@@ -39,8 +39,14 @@ class Rope {
   // isa: kScalar keeps to portable code; anything higher may use the AVX2 rotation.
   explicit Rope(Isa isa) : isa_(isa) {}
   Status run(ThreadPool& pool, const TensorView& x, std::span<const int32_t> positions, const RopeParams& params);
+  // Both views (a layer's q and k: the same tokens) in one job over the tokens, each
+  // head rotated as run() rotates it.
+  Status run_pair(ThreadPool& pool, const TensorView& a, const TensorView& b, std::span<const int32_t> positions,
+                  const RopeParams& params);
 
  private:
+  Status run_views(ThreadPool& pool, std::span<const TensorView> views, std::span<const int32_t> positions,
+                   const RopeParams& params);
   // Fills cos_sin_ for these positions and parameters unless it already holds them.
   void compute_angles(ThreadPool& pool, std::span<const int32_t> positions, const RopeParams& params);
 

@@ -49,22 +49,37 @@ void rotate_head(Isa isa, float* v, const float* cos_sin, int32_t n_dims, bool n
 
 Status Rope::run(ThreadPool& pool, const TensorView& x, std::span<const int32_t> positions,
                  const RopeParams& params) {
-  if (!is_f32_rows(x)) return invalid_argument("rope: needs an f32 head view");
-  if (params.n_dims <= 0 || params.n_dims % 2 != 0 || params.n_dims > x.ne[0] ||
-      params.n_dims > kMaxRopeDims) {
-    return invalid_argument("rope: n_dims must be even, positive, at most the head size and 1024");
-  }
-  const int64_t n_tokens = x.ne[2] * x.ne[3];
-  if (static_cast<int64_t>(positions.size()) != n_tokens) {
-    return invalid_argument("rope: needs one position per token");
+  return run_views(pool, std::span<const TensorView>(&x, 1), positions, params);
+}
+
+Status Rope::run_pair(ThreadPool& pool, const TensorView& a, const TensorView& b, std::span<const int32_t> positions,
+                      const RopeParams& params) {
+  const TensorView views[] = {a, b};
+  return run_views(pool, views, positions, params);
+}
+
+Status Rope::run_views(ThreadPool& pool, std::span<const TensorView> views, std::span<const int32_t> positions,
+                       const RopeParams& params) {
+  int64_t values_per_token = 0;
+  for (const TensorView& x : views) {
+    if (!is_f32_rows(x)) return invalid_argument("rope: needs an f32 head view");
+    if (params.n_dims <= 0 || params.n_dims % 2 != 0 || params.n_dims > x.ne[0] ||
+        params.n_dims > kMaxRopeDims) {
+      return invalid_argument("rope: n_dims must be even, positive, at most the head size and 1024");
+    }
+    if (static_cast<int64_t>(positions.size()) != x.ne[2] * x.ne[3]) {
+      return invalid_argument("rope: needs one position per token");
+    }
+    values_per_token += x.ne[1] * x.ne[0];
   }
   compute_angles(pool, positions, params);
-  const int64_t n_heads = x.ne[1];
-  parallel_rows(pool, n_tokens, n_heads * x.ne[0], [&](int64_t begin, int64_t end) {
+  parallel_rows(pool, static_cast<int64_t>(positions.size()), values_per_token, [&](int64_t begin, int64_t end) {
     for (int64_t t = begin; t < end; ++t) {
       const float* cos_sin = cos_sin_.data() + t * params.n_dims;
-      for (int64_t h = 0; h < n_heads; ++h) {
-        rotate_head(isa_, x.row<float>(h, t % x.ne[2], t / x.ne[2]), cos_sin, params.n_dims, params.neox);
+      for (const TensorView& x : views) {
+        for (int64_t h = 0; h < x.ne[1]; ++h) {
+          rotate_head(isa_, x.row<float>(h, t % x.ne[2], t / x.ne[2]), cos_sin, params.n_dims, params.neox);
+        }
       }
     }
   });
