@@ -24,6 +24,7 @@
 
 #include "backend/cuda/launch_order.cuh"
 #include "backend/cuda/matmul_vec_tiling.h"
+#include "backend/cuda/chunk_dot.cuh"
 #include "backend/cuda/quant_blocks.cuh"
 #include "backend/cuda/weight_kernels.h"
 
@@ -134,29 +135,6 @@ __device__ __forceinline__ void store_tile(const TileLoad<kSegmentsPerLane>& loa
   }
 }
 
-// acc += v . x[0..32) (x 16-byte aligned).
-__device__ __forceinline__ float dot_chunk_aligned(const float (&v)[32], const float* x, float acc) {
-  const float4* x4 = reinterpret_cast<const float4*>(x);
-#pragma unroll
-  for (int i = 0; i < 8; ++i) {
-    const float4 xv = x4[i];
-    acc = fmaf(v[4 * i], xv.x, acc);
-    acc = fmaf(v[4 * i + 1], xv.y, acc);
-    acc = fmaf(v[4 * i + 2], xv.z, acc);
-    acc = fmaf(v[4 * i + 3], xv.w, acc);
-  }
-  return acc;
-}
-
-// acc += v[0..count) . x[0..count); reads no x past count.
-__device__ __forceinline__ float dot_chunk(const float (&v)[32], const float* x, int count, float acc) {
-#pragma unroll
-  for (int j = 0; j < 32; ++j) {
-    if (j < count) acc = fmaf(v[j], x[j], acc);
-  }
-  return acc;
-}
-
 // acc[t] += this lane's chunks of tile `tile` (in shared memory at tile_bytes) . x[t].
 template <DType T, int kTokens>
 __device__ __forceinline__ void multiply_tile(const Args& a, const uint8_t* tile_bytes, int tile, int lane,
@@ -172,17 +150,7 @@ __device__ __forceinline__ void multiply_tile(const Args& a, const uint8_t* tile
     WeightFormat<T>::chunk(tile_bytes + vec_chunk_block_offset(Tile::kGeometry, 0, local),
                            vec_chunk_in_block(Tile::kGeometry, local), count, v);
     const float* x_chunk = a.x + c * kChunkValues;
-    if (a.x_aligned && count == kChunkValues) {
-#pragma unroll
-      for (int t = 0; t < kTokens; ++t) {
-        if (t < a.n_tokens) acc[t] = dot_chunk_aligned(v, x_chunk + t * a.x_stride, acc[t]);
-      }
-    } else {
-#pragma unroll
-      for (int t = 0; t < kTokens; ++t) {
-        if (t < a.n_tokens) acc[t] = dot_chunk(v, x_chunk + t * a.x_stride, count, acc[t]);
-      }
-    }
+    dot_chunk_tokens(v, x_chunk, a.x_stride, a.n_tokens, count, a.x_aligned, acc);
   }
 }
 

@@ -7,6 +7,7 @@
 
 #include <string>
 
+#include "backend/cuda/chunk_dot.cuh"
 #include "backend/cuda/quant_blocks.cuh"
 #include "backend/cuda/weight_kernels.h"
 
@@ -29,29 +30,6 @@ struct VecArgs {
   bool x_aligned;         // x and x_stride * 4 are multiples of 16 bytes: float4 loads
 };
 
-// acc += v . x[0..32) (x 16-byte aligned).
-__device__ __forceinline__ float dot_chunk_aligned(const float (&v)[32], const float* x, float acc) {
-  const float4* x4 = reinterpret_cast<const float4*>(x);
-#pragma unroll
-  for (int i = 0; i < 8; ++i) {
-    const float4 xv = x4[i];
-    acc = fmaf(v[4 * i], xv.x, acc);
-    acc = fmaf(v[4 * i + 1], xv.y, acc);
-    acc = fmaf(v[4 * i + 2], xv.z, acc);
-    acc = fmaf(v[4 * i + 3], xv.w, acc);
-  }
-  return acc;
-}
-
-// acc += v[0..count) . x[0..count); reads no x past count.
-__device__ __forceinline__ float dot_chunk(const float (&v)[32], const float* x, int count, float acc) {
-#pragma unroll
-  for (int j = 0; j < 32; ++j) {
-    if (j < count) acc = fmaf(v[j], x[j], acc);
-  }
-  return acc;
-}
-
 template <DType T>
 __global__ void __launch_bounds__(kWarpsPerBlock * kWarpSize) matmul_vec_kernel(VecArgs a) {
   const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
@@ -69,17 +47,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock * kWarpSize) matmul_vec_kernel(
     float v[32];
     dequantize_chunk<T>(w_row, c, count, v);
     const float* x_chunk = a.x + c * kChunkValues;
-    if (a.x_aligned && count == kChunkValues) {
-#pragma unroll
-      for (int t = 0; t < kVecMaxTokens; ++t) {
-        if (t < a.n_tokens) acc[t] = dot_chunk_aligned(v, x_chunk + t * a.x_stride, acc[t]);
-      }
-    } else {
-#pragma unroll
-      for (int t = 0; t < kVecMaxTokens; ++t) {
-        if (t < a.n_tokens) acc[t] = dot_chunk(v, x_chunk + t * a.x_stride, count, acc[t]);
-      }
-    }
+    dot_chunk_tokens(v, x_chunk, a.x_stride, a.n_tokens, count, a.x_aligned, acc);
   }
 
 #pragma unroll

@@ -41,14 +41,9 @@ struct F16Values {
 template <class Values, int R, int C>
 void gemm_block(const TileJob& job, int64_t row, int64_t col) {
   using Value = typename Values::Value;
-  const Value* w[R];
-  const Value* a[C];
-  for (int r = 0; r < R; ++r) {
-    w[r] = reinterpret_cast<const Value*>(job.w + static_cast<size_t>(row + r) * job.w_stride);
-  }
-  for (int c = 0; c < C; ++c) {
-    a[c] = reinterpret_cast<const Value*>(job.a + static_cast<size_t>(col + c) * job.a_stride);
-  }
+  const BlockOperands<Value, Value, R, C> in(job, row, col);
+  const auto& w = in.w;
+  const auto& a = in.a;
   __m256 low[R][C], high[R][C];  // lanes [0, 8) and [8, 16) of each output's accumulator
   for (int r = 0; r < R; ++r) {
     for (int c = 0; c < C; ++c) low[r][c] = high[r][c] = _mm256_setzero_ps();

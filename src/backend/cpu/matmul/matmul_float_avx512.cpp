@@ -52,16 +52,9 @@ struct F16Values {
 // Outputs of weight rows [row, row + R) x tokens [col, col + C) of the tile.
 template <class Values, int R, int C>
 void gemm_block(const TileJob& job, int64_t row, int64_t col) {
-  using Value = typename Values::Value;
-  using Activation = typename Values::Activation;
-  const Value* w[R];
-  const Activation* a[C];
-  for (int r = 0; r < R; ++r) {
-    w[r] = reinterpret_cast<const Value*>(job.w + static_cast<size_t>(row + r) * job.w_stride);
-  }
-  for (int c = 0; c < C; ++c) {
-    a[c] = reinterpret_cast<const Activation*>(job.a + static_cast<size_t>(col + c) * job.a_stride);
-  }
+  const BlockOperands<typename Values::Value, typename Values::Activation, R, C> in(job, row, col);
+  const auto& w = in.w;
+  const auto& a = in.a;
   __m512 acc[R][C];
   for (int r = 0; r < R; ++r) {
     for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps();

@@ -1,12 +1,35 @@
 #pragma once
-// The horizontal sum of the float gemm's 16-lane accumulator (matmul_float.h), for its
-// AVX2 and AVX-512 kernels; include from matmul_float_avx2.cpp and _avx512.cpp only.
-// Internal linkage (an anonymous namespace), so each kernel file keeps its own encoding.
+// What the float gemm's AVX2 and AVX-512 kernels (matmul_float.h) share: a block's
+// operand pointers and the horizontal sum of a 16-lane accumulator. Include from
+// matmul_float_avx2.cpp and _avx512.cpp only. Internal linkage (an anonymous namespace),
+// so each kernel file keeps its own encoding.
 
 #include <immintrin.h>
 
+#include <cstddef>
+#include <cstdint>
+
+#include "backend/cpu/matmul/matmul_tiles.h"
+
 namespace pagoda::backend::cpu {
 namespace {
+
+// Weight rows [row, row + R) and the activations of tokens [col, col + C) of a tile, as
+// the kernel reads them.
+template <typename Value, typename Activation, int R, int C>
+struct BlockOperands {
+  const Value* w[R];
+  const Activation* a[C];
+
+  BlockOperands(const TileJob& job, int64_t row, int64_t col) {
+    for (int r = 0; r < R; ++r) {
+      w[r] = reinterpret_cast<const Value*>(job.w + static_cast<size_t>(row + r) * job.w_stride);
+    }
+    for (int c = 0; c < C; ++c) {
+      a[c] = reinterpret_cast<const Activation*>(job.a + static_cast<size_t>(col + c) * job.a_stride);
+    }
+  }
+};
 
 // Sum of a 16-lane accumulator held as lanes [0, 8) and [8, 16), in the tree of the
 // AVX-512 horizontal sum: lanes i + (i + 8), then i + (i + 4), then (0 + 2) + (1 + 3).
