@@ -121,9 +121,8 @@ class Backend {
   // accumulation) take for x [n_tokens][n_in] times every matrix of `shapes`, on random
   // values: what a prompt's matmuls are compared with. Takes a second or so; nullopt
   // where not measured.
-  virtual std::optional<double> measure_gemm_seconds(std::span<const GemmShape> shapes, int64_t n_tokens) {
-    (void)shapes;
-    (void)n_tokens;
+  virtual std::optional<double> measure_gemm_seconds(std::span<const GemmShape> /*shapes*/,
+                                                     int64_t /*n_tokens*/) {
     return std::nullopt;
   }
   // The time each op took since the last reset_op_times() (or the backend's start), most

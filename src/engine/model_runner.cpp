@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace pagoda::engine {
@@ -42,7 +43,10 @@ ModelRunner::ModelRunner(model::Model& model, backend::Backend& backend, backend
       kv_(&kv),
       limits_(limits),
       block_size_(kv.shape().block_size),
-      n_vocab_(model.config().n_vocab) {
+      n_vocab_(model.config().n_vocab),
+      logits_memory_(std::move(logits_memory)),
+      logits_(static_cast<float*>(logits_memory_->data()),
+              static_cast<size_t>(limits.max_logit_rows) * static_cast<size_t>(n_vocab_)) {
   const auto max_tokens = static_cast<size_t>(limits.max_batch_tokens);
   const auto max_sequences = static_cast<size_t>(limits.max_sequences);
   token_ids_.reserve(max_tokens);
@@ -52,8 +56,6 @@ ModelRunner::ModelRunner(model::Model& model, backend::Backend& backend, backend
   const auto max_logit_rows = static_cast<size_t>(limits.max_logit_rows);
   logit_rows_.reserve(max_logit_rows);
   copies_.reserve(max_sequences);
-  logits_memory_ = std::move(logits_memory);
-  logits_ = std::span<float>(static_cast<float*>(logits_memory_->data()), max_logit_rows * static_cast<size_t>(n_vocab_));
 }
 
 Status ModelRunner::check(std::span<const RunnerSequence> sequences) const {

@@ -351,7 +351,8 @@ int32_t attention_splits(const DeviceAttentionBatch& batch) {
   if (batch.max_n_context <= kSplitPositions) return 1;
   // A power of two (rows with fewer splits leave the rest of the grid idle): decoding
   // steps launch the same grid while their contexts grow, until it doubles.
-  return static_cast<int32_t>(std::bit_ceil(static_cast<uint32_t>((batch.max_n_context + kSplitPositions - 1) / kSplitPositions)));
+  const auto splits = static_cast<uint32_t>((batch.max_n_context + kSplitPositions - 1) / kSplitPositions);
+  return static_cast<int32_t>(std::bit_ceil(splits));
 }
 
 Status attention(const Context& ctx, const TensorView& q, const TensorView& k, const TensorView& v,

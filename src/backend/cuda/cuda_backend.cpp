@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -33,6 +34,13 @@ cudaError_t make_current(int device) {
   const cudaError_t error = cudaSetDevice(device);
   t_current_device = error == cudaSuccess ? device : -1;
   return error;
+}
+
+// Whether environment variable `name` is set to `value` (the switches that take a path
+// out, to compare the paths: README, "Building by hand").
+bool environment_says(const char* name, std::string_view value) {
+  const char* set = std::getenv(name);
+  return set != nullptr && value == set;
 }
 
 }  // namespace
@@ -107,13 +115,9 @@ Status CudaBackend::create_fixed_buffers() {
   ctx_.cublas = cublas_.handle;
   ctx_.workspace = &workspace_;
   ctx_.batch_invariant = options_.batch_invariant;
-  const char* matvec = std::getenv("PAGODA_CUDA_MATVEC");
-  ctx_.rowwise_vec_kernel = matvec != nullptr && std::string(matvec) == "rowwise";
-  const char* pdl = std::getenv("PAGODA_CUDA_PDL");
-  ctx_.programmatic_launch = ctx_.cc_major >= 9 && !(pdl != nullptr && std::string(pdl) == "0");
-  const char* graphs = std::getenv("PAGODA_CUDA_GRAPHS");
-  graphs_enabled_ = options_.graphs && !options_.profile_ops &&
-                    !(graphs != nullptr && std::string(graphs) == "0");
+  ctx_.rowwise_vec_kernel = environment_says("PAGODA_CUDA_MATVEC", "rowwise");
+  ctx_.programmatic_launch = ctx_.cc_major >= 9 && !environment_says("PAGODA_CUDA_PDL", "0");
+  graphs_enabled_ = options_.graphs && !options_.profile_ops && !environment_says("PAGODA_CUDA_GRAPHS", "0");
   // Events for the ops of the largest step (a few dozen per layer).
   if (options_.profile_ops) PAGODA_TRY(profile_.start(16384));
   return {};

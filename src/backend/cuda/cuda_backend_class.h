@@ -150,7 +150,8 @@ class CudaBackend final : public Backend {
   bool select_device() const;
   // ok when the device can take work: selected, and no fault has broken its context.
   Status usable() const;
-  // "matmul q4_K 2048->2048+512+512 n=1" (the type of the first weight).
+  // "matmul q4_K 2048->2048+512+512 n=1" (the type of the first weight), or
+  // "matmul q4_K 2048->8192 n=1" for one.
   static std::string matmuls_name(const TensorView& x, std::span<const MatmulTarget> targets);
   // rope's host side: the positions staged after their count is checked (null: noted).
   const int32_t* stage_positions(int64_t n_tokens, std::span<const int32_t> positions);

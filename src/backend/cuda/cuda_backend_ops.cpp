@@ -61,8 +61,8 @@ void CudaBackend::matmul(const TensorView& w, const TensorView& x, const TensorV
   run_op(
       LaunchKey(kMatmul).add(w).add(x).add(y), [=, this] { return cuda::matmul(ctx_, w, x, y); },
       [&] {
-        return "matmul " + std::string(dtype_name(w.type)) + " " + std::to_string(w.ne[0]) + "->" +
-               std::to_string(w.ne[1]) + " n=" + std::to_string(x.n_rows());
+        const MatmulTarget target{w, y};
+        return matmuls_name(x, std::span<const MatmulTarget>(&target, 1));
       });
 }
 

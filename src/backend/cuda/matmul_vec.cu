@@ -41,10 +41,8 @@ constexpr int kSegmentBytes = kVecSegmentBytes;
 template <DType T>
 struct Tiling {
   static constexpr VecTiling kGeometry = vec_tiling(WeightFormat<T>::kValues, WeightFormat<T>::kBytes);
-  static constexpr int kChunksPerBlock = kGeometry.chunks_per_block;
   static constexpr int kChunksPerLane = kGeometry.chunks_per_lane;
   static constexpr int kChunks = kGeometry.chunks;
-  static constexpr int kBytes = kGeometry.bytes;
   static constexpr int kSegmentsPerLane = kGeometry.segments_per_lane;
   static constexpr int kSharedBytes = kGeometry.shared_bytes;
 };
@@ -93,10 +91,7 @@ __device__ __noinline__ uint4 load_partial(const uint8_t* p, const uint8_t* lo, 
 #pragma unroll
   for (int i = 0; i < kSegmentBytes; ++i) bytes[i] = (p + i >= lo && p + i < hi) ? p[i] : uint8_t{0};
   uint4 v;
-  v.x = bytes[0] | (bytes[1] << 8) | (bytes[2] << 16) | (static_cast<uint32_t>(bytes[3]) << 24);
-  v.y = bytes[4] | (bytes[5] << 8) | (bytes[6] << 16) | (static_cast<uint32_t>(bytes[7]) << 24);
-  v.z = bytes[8] | (bytes[9] << 8) | (bytes[10] << 16) | (static_cast<uint32_t>(bytes[11]) << 24);
-  v.w = bytes[12] | (bytes[13] << 8) | (bytes[14] << 16) | (static_cast<uint32_t>(bytes[15]) << 24);
+  memcpy(&v, bytes, sizeof(v));
   return v;
 }
 

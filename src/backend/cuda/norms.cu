@@ -1,5 +1,5 @@
-// RMSNorm (alone, or after a residual add) and LayerNorm on the GPU, one block per row, in the CPU backend's order of
-// operations (backend/cpu/norms.cpp): sums in double over float terms, the mean and the
+// RMSNorm (alone, or after a residual add) and LayerNorm on the GPU, one block per row,
+// in the CPU backend's order of operations (backend/cpu/norms.cpp): sums in double over float terms, the mean and the
 // scale rounded to float, then the row scaled, multiplied by the weight (and the bias
 // added) as separate float steps. The double sums add in another order than the CPU's
 // sequential loop; with 53-bit sums of at most a few ten thousand terms that changes the
@@ -32,38 +32,40 @@ __device__ double block_sum(double v, double* partials) {
   return sum;
 }
 
-// y = x * (1 / sqrt(mean(x^2) + eps)) * w. y may alias x.
-__global__ void rms_norm_kernel(F32Rows x, const float* w, float eps, F32Rows y, int64_t n) {
-  allow_next_kernel();  // a matmul reads y next: it may start streaming its weights
-  __shared__ double partials[32];
-  const float* in = x.row(blockIdx.x);
-  float* out = y.row(blockIdx.x);
-  double sum = 0.0;
-  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) sum += static_cast<double>(__fmul_rn(in[i], in[i]));
+// out = in * (1 / sqrt(mean(in^2) + eps)) * w, given this thread's share of the sum of
+// squares; each thread reads back only the values of in it summed (in may be what the
+// caller just wrote, out may alias in).
+__device__ void normalize_row(double sum, const float* in, const float* w, float eps, float* out, int64_t n,
+                              double* partials) {
   sum = block_sum(sum, partials);
   const float mean = __double2float_rn(__ddiv_rn(sum, static_cast<double>(n)));
   const float scale = __fdiv_rn(1.0f, __fsqrt_rn(__fadd_rn(mean, eps)));
   for (int64_t i = threadIdx.x; i < n; i += blockDim.x) out[i] = __fmul_rn(__fmul_rn(in[i], scale), w[i]);
 }
 
-// x += d, then y = rms_norm(x) as rms_norm_kernel computes it, in one pass: each thread
-// reads back only the values it wrote.
+// y = x * (1 / sqrt(mean(x^2) + eps)) * w. y may alias x.
+__global__ void rms_norm_kernel(F32Rows x, const float* w, float eps, F32Rows y, int64_t n) {
+  allow_next_kernel();  // a matmul reads y next: it may start streaming its weights
+  __shared__ double partials[32];
+  const float* in = x.row(blockIdx.x);
+  double sum = 0.0;
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) sum += static_cast<double>(__fmul_rn(in[i], in[i]));
+  normalize_row(sum, in, w, eps, y.row(blockIdx.x), n, partials);
+}
+
+// x += d, then y = rms_norm(x) as rms_norm_kernel computes it, in one pass.
 __global__ void add_rms_norm_kernel(F32Rows x, F32Rows d, const float* w, float eps, F32Rows y, int64_t n) {
   allow_next_kernel();
   __shared__ double partials[32];
   float* in = x.row(blockIdx.x);
   const float* delta = d.row(blockIdx.x);
-  float* out = y.row(blockIdx.x);
   double sum = 0.0;
   for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
     const float v = __fadd_rn(in[i], delta[i]);
     in[i] = v;
     sum += static_cast<double>(__fmul_rn(v, v));
   }
-  sum = block_sum(sum, partials);
-  const float mean = __double2float_rn(__ddiv_rn(sum, static_cast<double>(n)));
-  const float scale = __fdiv_rn(1.0f, __fsqrt_rn(__fadd_rn(mean, eps)));
-  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) out[i] = __fmul_rn(__fmul_rn(in[i], scale), w[i]);
+  normalize_row(sum, in, w, eps, y.row(blockIdx.x), n, partials);
 }
 
 // The sum of squares of (in[i] - mean) as the CPU's sum_of_squares forms it: each group of

@@ -27,8 +27,7 @@ struct RopeTarget {
 };
 
 struct RopeArgs {
-  RopeTarget x[2];  // the views (x[1] only when n_targets == 2: q and k of one layer)
-  int n_targets;
+  RopeTarget x[2];  // the views: q and k of one layer, or one view and x[1] with no heads
   int64_t ne2;      // ne[2] of both: tokens are (t % ne2, t / ne2) over ne[2] and ne[3]
   const int32_t* positions;     // device [n_tokens]
   const float* freq_factors;    // device [n_dims / 2], or null
@@ -55,7 +54,7 @@ __global__ void rope_kernel(RopeArgs a) {
   }
   __syncthreads();
   const int64_t first_pairs = a.x[0].n_heads * half;
-  const int64_t n_pairs = first_pairs + (a.n_targets == 2 ? a.x[1].n_heads * half : 0);
+  const int64_t n_pairs = first_pairs + a.x[1].n_heads * half;
   for (int64_t k = threadIdx.x; k < n_pairs; k += blockDim.x) {
     const bool second_view = k >= first_pairs;
     const RopeTarget& x = second_view ? a.x[1] : a.x[0];
@@ -105,7 +104,6 @@ Status rope_views(const Context& ctx, const TensorView& x, const TensorView* y, 
   RopeArgs a;
   a.x[0] = target_of(x);
   a.x[1] = y != nullptr ? target_of(*y) : RopeTarget{};
-  a.n_targets = y != nullptr ? 2 : 1;
   a.ne2 = x.ne[2];
   a.positions = positions;
   a.freq_factors = params.freq_factors;

@@ -30,21 +30,13 @@ double tolerance(DType type, int64_t n_tokens) {
 
 // x[t] . row r of w in f64, and the scale S of its terms, for every token t < n_tokens:
 // [t * n_out + r].
-struct Dot {
-  double value, scale;
-};
+using Dot = ExactDot;
 std::vector<Dot> exact_products(const HostWeights& w, const std::vector<float>& x, int64_t n_tokens) {
   std::vector<Dot> dots(static_cast<size_t>(n_tokens * w.n_out));
   parallel_for(w.n_out, [&](int64_t r) {
     const std::vector<float> row = w.dequantized_row(r);
     for (int64_t t = 0; t < n_tokens; ++t) {
-      double sum = 0.0, sum_sq = 0.0;
-      for (int64_t i = 0; i < w.n_in; ++i) {
-        const double term = static_cast<double>(row[static_cast<size_t>(i)]) * x[static_cast<size_t>(t * w.n_in + i)];
-        sum += term;
-        sum_sq += term * term;
-      }
-      dots[static_cast<size_t>(t * w.n_out + r)] = {sum, std::sqrt(sum_sq)};
+      dots[static_cast<size_t>(t * w.n_out + r)] = exact_dot(row, x.data() + t * w.n_in);
     }
   });
   return dots;

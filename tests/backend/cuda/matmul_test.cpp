@@ -65,15 +65,9 @@ Reference reference(const HostWeights& w, const std::vector<float>& x, int64_t n
   parallel_for(w.n_out, [&](int64_t j) {
     const std::vector<float> row = w.dequantized_row(j);
     for (size_t k = 0; k < r.ref.size(); ++k) {
-      const float* xt = x.data() + kCheckedTokens[k] * w.n_in;
-      double sum = 0.0, sum_sq = 0.0;
-      for (int64_t i = 0; i < w.n_in; ++i) {
-        const double term = static_cast<double>(row[static_cast<size_t>(i)]) * static_cast<double>(xt[i]);
-        sum += term;
-        sum_sq += term * term;
-      }
-      r.ref[k][static_cast<size_t>(j)] = sum;
-      r.scale[k][static_cast<size_t>(j)] = std::sqrt(sum_sq);
+      const ExactDot d = exact_dot(row, x.data() + kCheckedTokens[k] * w.n_in);
+      r.ref[k][static_cast<size_t>(j)] = d.value;
+      r.scale[k][static_cast<size_t>(j)] = d.scale;
     }
   });
   return r;

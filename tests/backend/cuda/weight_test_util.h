@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <random>
@@ -78,6 +79,21 @@ inline HostWeights make_weights(DType type, int64_t n_in, int64_t n_out, uint32_
     EXPECT_TRUE(s.ok()) << s.message();
   });
   return w;
+}
+
+// row . x in f64, and the scale S = sqrt(sum of the squared terms) that bounds the
+// rounding of any summation of them (the matmul tests' tolerances are multiples of S).
+struct ExactDot {
+  double value, scale;
+};
+inline ExactDot exact_dot(const std::vector<float>& row, const float* x) {
+  double sum = 0.0, sum_sq = 0.0;
+  for (size_t i = 0; i < row.size(); ++i) {
+    const double term = static_cast<double>(row[i]) * static_cast<double>(x[i]);
+    sum += term;
+    sum_sq += term * term;
+  }
+  return {sum, std::sqrt(sum_sq)};
 }
 
 // Test names: the type as GGUF names it ("q4_K").

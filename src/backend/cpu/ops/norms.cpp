@@ -30,10 +30,6 @@ double sum_of_squares(const float* v, int64_t n) {
   return sum;
 }
 
-}  // namespace
-
-namespace {
-
 // y = x / rms(x) * w for rows [begin, end) of x (n values each).
 void rms_norm_rows(Isa isa, const TensorView& x, const float* w, float eps, const TensorView& y, int64_t begin,
                    int64_t end) {
