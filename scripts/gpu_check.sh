@@ -126,16 +126,18 @@ stage_bench() {
   local smollm2=(--embd 576 --layers 30 --heads 9 --kv-heads 3 --ffn 1536 --vocab 49152 --tie-embeddings --ctx 8192)
   run_logged "$log" "$limit" "$bundle/pagoda" mkmodel -o "$dir/llama-1b-f16.gguf" "${llama_1b[@]}" --type f16 || return 1
   run_logged "$log" "$limit" "$bundle/pagoda" mkmodel -o "$dir/llama-1b-q4_k_m.gguf" "${llama_1b[@]}" --type q4_K_M || return 1
+  run_logged "$log" "$limit" "$bundle/pagoda" mkmodel -o "$dir/llama-1b-q8_0.gguf" "${llama_1b[@]}" --type q8_0 || return 1
   run_logged "$log" "$limit" "$bundle/pagoda" mkmodel -o "$dir/smollm2-shape-q4_1.gguf" "${smollm2[@]}" --type q4_1 || return 1
   local model
-  for model in llama-1b-f16 llama-1b-q4_k_m smollm2-shape-q4_1; do
+  for model in llama-1b-f16 llama-1b-q8_0 llama-1b-q4_k_m smollm2-shape-q4_1; do
     run_logged "$log" "$limit" "$bundle/pagoda" bench --device cuda -m "$dir/$model.gguf" -p 512 -n 128 -r 3 || status=1
   done
-  # The decode path's parts side by side: without CUDA graphs, then also without the
-  # early-starting matmul, then the first few-token kernel as well.
+  # The decode path's parts side by side, one left out at a time: the staged and the
+  # first few-token kernel instead of the piece kernel, no CUDA graphs, no early-starting
+  # matmul.
   local variant
-  for variant in "PAGODA_CUDA_GRAPHS=0" "PAGODA_CUDA_GRAPHS=0 PAGODA_CUDA_PDL=0" \
-    "PAGODA_CUDA_GRAPHS=0 PAGODA_CUDA_PDL=0 PAGODA_CUDA_MATVEC=rowwise"; do
+  for variant in "PAGODA_CUDA_MATVEC=staged" "PAGODA_CUDA_MATVEC=rowwise" "PAGODA_CUDA_GRAPHS=0" \
+    "PAGODA_CUDA_PDL=0"; do
     for model in llama-1b-f16 llama-1b-q4_k_m; do
       echo "variant: $variant" >>"$log"
       run_logged "$log" "$limit" env $variant "$bundle/pagoda" bench --device cuda -m "$dir/$model.gguf" -p 0 -n 128 \
@@ -148,6 +150,9 @@ stage_bench() {
   done
   run_logged "$log" "$limit" "$bundle/pagoda" bench --device cuda -m "$dir/llama-1b-f16.gguf" --concurrency 64 \
     --num-requests 64 --prompt-len 512 --gen-len 128 || status=1
+  echo "per-op profile of the same run (op by op, no graphs):" >>"$log"
+  run_logged "$log" "$limit" "$bundle/pagoda" bench --device cuda -m "$dir/llama-1b-f16.gguf" --concurrency 64 \
+    --num-requests 64 --prompt-len 512 --gen-len 128 --profile-ops || status=1
   note=$(grep -E "^\| .*(pp|tg)[0-9]+ |of the bandwidth|BF16 GEMMs alone|output: " "$log" |
     sed -E 's/ +/ /g' | cut -c1-90 | tr '\n' ';')
   return $status
@@ -175,6 +180,62 @@ stage_serve_e2e() {
     fi
   done
   note="$passed scripts passed${failed_names:+; failed:$failed_names}"
+  return $status
+}
+
+# Where a test stage failed: its failed tests again (the whole stage where a crash left no
+# names) with the decode path's parts turned off one at a time, to say which part a
+# failure comes from: the piece kernel (the staged one instead), CUDA graphs, the
+# early-starting matmul.
+stage_bisect() {
+  local log="$1" limit="$2" entry stage binary filter variant status verdicts=""
+  [[ -n "$failed_stages" ]] || { note="no test stage failed"; return 2; }
+  for entry in cuda_backend:test_backend_cuda gpu_models:test_gpu engine:test_engine; do
+    stage=${entry%%:*}
+    binary="$bundle/${entry##*:}"
+    [[ " $failed_stages " == *" $stage "* && -x "$binary" ]] || continue
+    filter=$(grep -oE '^\[  FAILED  \] [A-Za-z_0-9/]+\.[A-Za-z_0-9/]+' "$log_dir/$stage.log" | awk '{print $4}' |
+      sort -u | paste -sd: -)
+    if [[ -z "$filter" ]]; then
+      filter='*'
+      [[ $stage == engine ]] && filter="${PAGODA_GPU_ENGINE_FILTER:-EngineEquivalence*:EngineApi*:StoriesSession*:ModelRunner*}"
+    fi
+    echo "== $stage: $filter" >>"$log"
+    for variant in "PAGODA_CUDA_MATVEC=staged" "PAGODA_CUDA_GRAPHS=0" "PAGODA_CUDA_PDL=0"; do
+      echo "variant: $variant" >>"$log"
+      run_logged "$log" $((limit / 4)) env $variant PAGODA_TEST_DEVICE=cuda "$binary" --gtest_brief=1 \
+        --gtest_filter="$filter"
+      status=$?
+      verdicts="$verdicts ${stage}[${variant//PAGODA_CUDA_/}]=$([[ $status == 0 ]] && echo pass || echo FAIL)"
+    done
+  done
+  note="$verdicts"
+}
+
+# pagoda serve --device cuda on the bench stage's 1B F16 model, loaded by pagoda
+# bench-serve with 64 clients (512 prompt tokens, 128 generated each).
+stage_serve_bench() {
+  local log="$1" limit="$2" model=/tmp/pagoda-bench-models/llama-1b-f16.gguf port=18437 pid status
+  [[ -f "$model" ]] || { note="no 1B model (the bench stage makes it)"; return 2; }
+  "$bundle/pagoda" serve --device cuda -m "$model" --port "$port" >>"$log" 2>&1 &
+  pid=$!
+  if ! timeout "$((limit / 3))" python3 -c "
+import time, urllib.request
+while True:
+    try:
+        urllib.request.urlopen('http://127.0.0.1:$port/health', timeout=1); break
+    except Exception:
+        time.sleep(0.5)" >>"$log" 2>&1; then
+    kill "$pid" 2>/dev/null
+    note="the server did not answer /health"
+    return 1
+  fi
+  run_logged "$log" "$((limit * 2 / 3))" "$bundle/pagoda" bench-serve --url "http://127.0.0.1:$port" -c 64 -n 64 \
+    -p 512 -g 128
+  status=$?
+  kill "$pid" 2>/dev/null
+  wait "$pid" 2>/dev/null
+  note=$(grep -E "Output token throughput|Mean TTFT|Mean TPOT" "$log" | sed -E 's/ +/ /g' | tr '\n' ';')
   return $status
 }
 
@@ -210,7 +271,9 @@ stage_pagoda_run() {
 }
 
 # name:timeout_s, in order.
-all_stages=(gpu:20 libraries:10 cuda_backend:150 gpu_models:90 pagoda_run:40 bench:240 engine:120 serve_e2e:150)
+all_stages=(gpu:20 libraries:10 cuda_backend:150 gpu_models:90 pagoda_run:40 bench:270 engine:120 bisect:120
+  serve_bench:90 serve_e2e:150)
+failed_stages=""
 
 main() {
   setup_environment
@@ -240,6 +303,9 @@ main() {
       2) result=skip; [[ -n "$note" ]] || note="$(tail -n 1 "$log")" ;;
       124 | 137) result=FAIL; note="timed out after ${limit}s${note:+; $note}"; failed=1 ;;
       *) result=FAIL; failed=1 ;;
+    esac
+    case $result in
+      FAIL) failed_stages="$failed_stages $name" ;;
     esac
     if [[ $result == FAIL ]]; then
       echo "--- $name failed: first failures (full log: $log)"

@@ -50,6 +50,9 @@ class ScratchScope {
   size_t mark_;
 };
 
+// The few-token matmul kernels (matmul_vec.cu and the two before it).
+enum class VecKernel { kPieces, kStaged, kRowwise };
+
 struct Context {
   cudaStream_t stream = nullptr;
   cublasHandle_t cublas = nullptr;  // bound to `stream`, its workspace set (no allocations)
@@ -58,9 +61,10 @@ struct Context {
   int cc_major = 0, cc_minor = 0;   // compute capability
   // CudaBackendOptions::batch_invariant: every matmul through the few-token kernel.
   bool batch_invariant = false;
-  // PAGODA_CUDA_MATVEC=rowwise: the first few-token kernel (matmul_vec_rowwise.cu)
-  // instead of the staged one, to measure the two side by side.
-  bool rowwise_vec_kernel = false;
+  // PAGODA_CUDA_MATVEC=staged or rowwise: an earlier few-token kernel
+  // (matmul_vec_staged.cu, matmul_vec_rowwise.cu) instead of the piece kernel, to
+  // measure them side by side.
+  VecKernel vec_kernel = VecKernel::kPieces;
   // sm_90 and later: the few-token matmul is launched to start before the kernel before
   // it ends (launch_order.cuh); PAGODA_CUDA_PDL=0 turns that off.
   bool programmatic_launch = false;

@@ -115,7 +115,9 @@ Status CudaBackend::create_fixed_buffers() {
   ctx_.cublas = cublas_.handle;
   ctx_.workspace = &workspace_;
   ctx_.batch_invariant = options_.batch_invariant;
-  ctx_.rowwise_vec_kernel = environment_says("PAGODA_CUDA_MATVEC", "rowwise");
+  ctx_.vec_kernel = environment_says("PAGODA_CUDA_MATVEC", "rowwise")  ? VecKernel::kRowwise
+                    : environment_says("PAGODA_CUDA_MATVEC", "staged") ? VecKernel::kStaged
+                                                                       : VecKernel::kPieces;
   ctx_.programmatic_launch = ctx_.cc_major >= 9 && !environment_says("PAGODA_CUDA_PDL", "0");
   graphs_enabled_ = options_.graphs && !options_.profile_ops && !environment_says("PAGODA_CUDA_GRAPHS", "0");
   // Events for the ops of the largest step (a few dozen per layer).

@@ -52,7 +52,7 @@ TensorView row_slice(const TensorView& m, int64_t first, int64_t count) {
 
 // The few-token kernel for one weight (n <= kVecMaxTokens).
 Status matmul_vec_one(const Context& ctx, const TensorView& w, const TensorView& x, const TensorView& y) {
-  if (ctx.rowwise_vec_kernel) return weights::matmul_vec_rowwise(ctx, w, x, y);
+  if (ctx.vec_kernel == VecKernel::kRowwise) return weights::matmul_vec_rowwise(ctx, w, x, y);
   const MatmulTarget target{w, y};
   return weights::matmul_vec(ctx, x, std::span<const MatmulTarget>(&target, 1));
 }
@@ -73,7 +73,7 @@ Status matmul_vec_groups(const Context& ctx, const TensorView& w, const TensorVi
 // Whether the few-token kernel can take these products in one launch: a few tokens, at
 // most kVecMaxTargets weights of one type and row length, their y rows equally strided.
 bool one_vec_launch(const Context& ctx, const TensorView& x, std::span<const MatmulTarget> targets) {
-  if (ctx.rowwise_vec_kernel || x.n_rows() > weights::kVecMaxTokens || targets.size() > weights::kVecMaxTargets) {
+  if (ctx.vec_kernel == VecKernel::kRowwise || x.n_rows() > weights::kVecMaxTokens || targets.size() > weights::kVecMaxTargets) {
     return false;
   }
   for (const MatmulTarget& t : targets) {

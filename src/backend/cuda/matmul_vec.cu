@@ -1,169 +1,132 @@
-// y = x W^T for a few tokens (n <= kVecMaxTokens), every weight byte read once per call
-// with 16-byte loads. Decoding is bound by how fast the weights stream from device
-// memory; reading the blocks in place (18, 34, 144, 210 bytes, at any even address)
-// takes 16-bit loads, many instructions and cache wavefronts per byte. Instead each warp
-// copies a tile of its row (32 or 64 chunks of 32 values, whole blocks) into shared
-// memory with aligned 16-byte loads, coalesced across the warp, and dequantizes from
-// there with the formats' own chunk decoders (quant_blocks.cuh: the host's bits). The
-// next tile's loads are issued before the current one is multiplied, so each warp keeps
-// a tile in flight; warps walk the rows grid-stride, so the loads of one row's last tile
-// overlap the next row's first.
+// y = x W^T for a few tokens (n <= kVecMaxTokens): the decode step's matmuls, bound by
+// how fast the weights stream from device memory. A block of kThreads threads takes
+// kRows weight rows; thread i reads pieces i, i + kThreads, ... of each (8 consecutive
+// values, quant_pieces.cuh), so that a warp's weight loads and its activation loads each
+// cover contiguous bytes, and multiplies them with the same 8 activations of each token,
+// read once for the kRows rows. The next pieces' loads are issued before the current
+// ones are multiplied. A thread's sums go across its warp by shuffles and across the
+// block's warps through shared memory, in a fixed order: token t's outputs are the same
+// bits whatever the other tokens of the call (so batch-invariant steps can run groups of
+// kVecMaxTokens tokens through it).
 //
-// Lane l multiplies chunks l (and l + 32) of each tile with the n tokens' activations in
-// f32; the lanes' sums are added across the warp with shuffles at the end of the row.
-// On sm_90 the kernel may start before the one that writes x has finished (a
-// programmatic dependent launch): it issues its first weight loads, then waits.
 // Several weights of one type and row length (a layer's q, k and v) share one launch,
-// their rows numbered one after another; in the SwiGLU form (one token) a warp streams
-// gate row j and up row j and writes silu(gate) * up.
+// their rows numbered one after another. The SwiGLU form (one token) takes gate row j
+// and up row j in one block and writes silu(gate) * up, the silu_mul op's bits. On sm_90
+// a block issues its first weight loads before the kernel that writes x has finished
+// (launch_order.cuh). Formats without piece decoders, and rows or activations not
+// aligned for their loads, go through the staged kernel (matmul_vec_staged.cu).
 
 #include <cuda_fp16.h>
 
-#include <algorithm>
 #include <string>
 
 #include "backend/cuda/launch_order.cuh"
-#include "backend/cuda/matmul_vec_tiling.h"
-#include "backend/cuda/chunk_dot.cuh"
-#include "backend/cuda/quant_blocks.cuh"
+#include "backend/cuda/quant_pieces.cuh"
 #include "backend/cuda/weight_kernels.h"
 
 namespace pagoda::backend::cuda::weights {
 namespace {
 
-constexpr int kWarpSize = kVecWarpSize;
-constexpr int kWarpsPerBlock = 4;
-// Blocks the grid asks for per multiprocessor; the warps then walk the rows grid-stride.
-constexpr int kBlocksPerSm = 8;
-constexpr int kSegmentBytes = kVecSegmentBytes;
+constexpr int kWarpSize = 32;
+constexpr int kThreads = 128;
+constexpr int kWarps = kThreads / kWarpSize;
+constexpr int kRows = 4;  // weight rows per block: each activation load serves kRows rows
 
-// How a weight format's rows are cut into tiles (matmul_vec_tiling.h).
-template <DType T>
-struct Tiling {
-  static constexpr VecTiling kGeometry = vec_tiling(WeightFormat<T>::kValues, WeightFormat<T>::kBytes);
-  static constexpr int kChunksPerLane = kGeometry.chunks_per_lane;
-  static constexpr int kChunks = kGeometry.chunks;
-  static constexpr int kSegmentsPerLane = kGeometry.segments_per_lane;
-  static constexpr int kSharedBytes = kGeometry.shared_bytes;
-};
-
-// One weight matrix of the launch.
 struct Target {
   const uint8_t* w = nullptr;  // row 0
   int64_t row_stride = 0;      // bytes
-  const uint8_t* end = nullptr;  // one past the last byte of the last row: no load reaches past it
   float* y = nullptr;          // [n_tokens][rows], rows y_stride floats apart
   int64_t first_item = 0;      // its row 0 is work item first_item of the launch
 };
 
 struct Args {
-  Target t0, t1, t2;      // t1, t2 unused with fewer targets; SwiGLU: t0 gate (and out), t1 up
+  Target t0, t1, t2;       // t1, t2 unused with fewer targets; SwiGLU: t0 gate (and out), t1 up
   int n_targets = 1;
-  int64_t n_items = 0;    // rows of all targets; SwiGLU: rows of gate
-  int64_t row_bytes = 0;  // bytes of one row's values
-  int64_t n_in = 0;
-  int64_t n_chunks = 0;   // chunks of 32 values per row (the last may be partial: plain types)
-  int n_tiles = 0;        // tiles per row
-  const float* x = nullptr;  // [n_tokens][n_in], rows x_stride floats apart
+  int64_t n_items = 0;     // rows of all targets; SwiGLU: rows of gate
+  int64_t n_pieces = 0;    // pieces of 8 values per row
+  const float* x = nullptr;  // [n_tokens][n_in], rows x_stride floats apart, 16-byte aligned
   int64_t x_stride = 0;
-  int64_t y_stride = 0;   // every target's y (and SwiGLU's out)
-  int n_tokens = 0;       // 1..kVecMaxTokens
-  bool x_aligned = false; // x and x_stride * 4 are multiples of 16 bytes: float4 loads
+  int64_t y_stride = 0;    // every target's y (and SwiGLU's out)
+  int n_tokens = 0;        // 1..kVecMaxTokens
 };
 
-__device__ __forceinline__ Target target_at(const Args& a, int k) {
-  return k == 0 ? a.t0 : (k == 1 ? a.t1 : a.t2);
-}
-
-// The target and row of work item `item` (plain products).
-__device__ __forceinline__ void locate(const Args& a, int64_t item, Target& t, int64_t& row) {
-  int k = 0;
-  if (a.n_targets > 1 && item >= a.t1.first_item) k = 1;
-  if (a.n_targets > 2 && item >= a.t2.first_item) k = 2;
-  t = target_at(a, k);
-  row = item - t.first_item;
-}
-
-// The 16 bytes at p, of which only those in [lo, hi) are read (the others are zero): the
-// segments at either end of a weight matrix, which may start before it or end after it.
-__device__ __noinline__ uint4 load_partial(const uint8_t* p, const uint8_t* lo, const uint8_t* hi) {
-  uint8_t bytes[kSegmentBytes];
-#pragma unroll
-  for (int i = 0; i < kSegmentBytes; ++i) bytes[i] = (p + i >= lo && p + i < hi) ? p[i] : uint8_t{0};
-  uint4 v;
-  memcpy(&v, bytes, sizeof(v));
-  return v;
-}
-
-// A tile's bytes in flight: this lane's segments of [begin, end), aligned down to 16.
-template <int kSegmentsPerLane>
-struct TileLoad {
-  uint4 segment[kSegmentsPerLane];
-  int offset;  // begin - the aligned start: where the tile's first byte lands in shared memory
-};
-
-template <int kSegmentsPerLane>
-__device__ __forceinline__ void load_tile(const VecTileSpan& span, const uint8_t* lo, const uint8_t* hi, int lane,
-                                          TileLoad<kSegmentsPerLane>& load) {
-  const uint8_t* base = reinterpret_cast<const uint8_t*>(span.base);
-  load.offset = span.offset;
-  const int n_segments = span.n_segments;
-#pragma unroll
-  for (int i = 0; i < kSegmentsPerLane; ++i) {
-    const int s = lane + kWarpSize * i;
-    const uint8_t* p = base + static_cast<int64_t>(s) * kSegmentBytes;
-    if (s >= n_segments) {
-      load.segment[i] = make_uint4(0, 0, 0, 0);  // past the tile: stored, never read
-    } else if (p >= lo && p + kSegmentBytes <= hi) {
-      load.segment[i] = __ldg(reinterpret_cast<const uint4*>(p));
-    } else {
-      load.segment[i] = load_partial(p, lo, hi);
-    }
+// Row r (0..kRows) of block `group`: its weight row, where its sum goes, and (SwiGLU)
+// its item. SwiGLU blocks take kRows / 2 items, gate and up rows alternating.
+template <bool kSwiGlu>
+__device__ __forceinline__ bool row_of(const Args& a, int64_t group, int r, const uint8_t*& row, float*& y,
+                                       int64_t& index) {
+  constexpr int kItems = kSwiGlu ? kRows / 2 : kRows;
+  const int64_t item = group * kItems + (kSwiGlu ? r / 2 : r);
+  if (item >= a.n_items) return false;
+  Target t;
+  if constexpr (kSwiGlu) {
+    t = r % 2 == 0 ? a.t0 : a.t1;
+  } else {
+    t = a.t0;
+    if (a.n_targets > 1 && item >= a.t1.first_item) t = a.t1;
+    if (a.n_targets > 2 && item >= a.t2.first_item) t = a.t2;
   }
+  index = item - t.first_item;
+  row = t.w + index * t.row_stride;
+  y = t.y;
+  return true;
 }
 
-template <int kSegmentsPerLane>
-__device__ __forceinline__ void store_tile(const TileLoad<kSegmentsPerLane>& load, uint8_t* shared, int lane) {
+// The 8 activations of piece p for token t.
+__device__ __forceinline__ void piece_x(const Args& a, int t, int64_t p, float (&x)[kPieceValues]) {
+  const float4* xp = reinterpret_cast<const float4*>(a.x + t * a.x_stride) + 2 * p;
+  const float4 x0 = xp[0], x1 = xp[1];
+  x[0] = x0.x, x[1] = x0.y, x[2] = x0.z, x[3] = x0.w, x[4] = x1.x, x[5] = x1.y, x[6] = x1.z, x[7] = x1.w;
+}
+
+__device__ __forceinline__ float dot_piece(const float (&v)[kPieceValues], const float (&x)[kPieceValues], float acc) {
 #pragma unroll
-  for (int i = 0; i < kSegmentsPerLane; ++i) {
-    reinterpret_cast<uint4*>(shared)[lane + kWarpSize * i] = load.segment[i];
-  }
+  for (int j = 0; j < kPieceValues; ++j) acc = fmaf(v[j], x[j], acc);
+  return acc;
 }
 
-// acc[t] += this lane's chunks of tile `tile` (in shared memory at tile_bytes) . x[t].
+// acc[r][t] += piece p of row r . piece p of x[t]; then the rows' next pieces (at `next`,
+// where next < n_pieces) are loaded into raw. One token: each row decoded, reloaded and
+// multiplied in turn (few registers live). More: every row decoded first, then each
+// token's activations read once for all rows. Either way each acc[r][t] is one FMA chain
+// in value order.
 template <DType T, int kTokens>
-__device__ __forceinline__ void multiply_tile(const Args& a, const uint8_t* tile_bytes, int tile, int lane,
-                                              float (&acc)[kTokens]) {
-  using Tile = Tiling<T>;
+__device__ __forceinline__ void multiply_piece(const Args& a, int64_t p, int64_t next, const uint8_t* const (&row)[kRows],
+                                               const bool (&live)[kRows], typename WeightPiece<T>::Raw (&raw)[kRows],
+                                               float (&acc)[kRows][kTokens]) {
+  using Piece = WeightPiece<T>;
+  const bool more = next < a.n_pieces;
+  if constexpr (kTokens == 1) {
+    float x[kPieceValues];
+    piece_x(a, 0, p, x);
 #pragma unroll
-  for (int k = 0; k < Tile::kChunksPerLane; ++k) {
-    const int local = lane + kWarpSize * k;
-    const int64_t c = static_cast<int64_t>(tile) * Tile::kChunks + local;
-    if (c >= a.n_chunks) break;
-    const int count = static_cast<int>(min(static_cast<int64_t>(kChunkValues), a.n_in - c * kChunkValues));
-    float v[32];
-    WeightFormat<T>::chunk(tile_bytes + vec_chunk_block_offset(Tile::kGeometry, 0, local),
-                           vec_chunk_in_block(Tile::kGeometry, local), count, v);
-    const float* x_chunk = a.x + c * kChunkValues;
-    dot_chunk_tokens(v, x_chunk, a.x_stride, a.n_tokens, count, a.x_aligned, acc);
-  }
-}
-
-// Adds every lane's acc across the warp; returns acc[lane] (lanes >= n_tokens: 0), so that
-// lane t writes token t's output.
-template <int kTokens>
-__device__ __forceinline__ float warp_sums(float (&acc)[kTokens], int n_tokens, int lane) {
-  float mine = 0.0f;
-#pragma unroll
-  for (int t = 0; t < kTokens; ++t) {
-    if (t < n_tokens) {  // the same for every lane
-#pragma unroll
-      for (int offset = kWarpSize / 2; offset > 0; offset /= 2) acc[t] += __shfl_xor_sync(0xffffffffu, acc[t], offset);
-      if (lane == t) mine = acc[t];
+    for (int r = 0; r < kRows; ++r) {
+      if (!live[r]) continue;
+      float v[kPieceValues];
+      Piece::decode(raw[r], v);
+      if (more) Piece::load(row[r], next, raw[r]);
+      acc[r][0] = dot_piece(v, x, acc[r][0]);
     }
-    acc[t] = 0.0f;
+  } else {
+    float v[kRows][kPieceValues];
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) {
+      if (live[r]) {
+        Piece::decode(raw[r], v[r]);
+        if (more) Piece::load(row[r], next, raw[r]);
+      }
+    }
+#pragma unroll
+    for (int t = 0; t < kTokens; ++t) {
+      if (t >= a.n_tokens) break;
+      float x[kPieceValues];
+      piece_x(a, t, p, x);
+#pragma unroll
+      for (int r = 0; r < kRows; ++r) {
+        if (live[r]) acc[r][t] = dot_piece(v[r], x, acc[r][t]);
+      }
+    }
   }
-  return mine;
 }
 
 // The activation of the silu_mul op (elementwise.cu), operation for operation.
@@ -171,164 +134,164 @@ __device__ __forceinline__ float silu_times(float gate, float up) {
   return __fmul_rn(__fdiv_rn(gate, __fadd_rn(1.0f, expf(-gate))), up);
 }
 
-// Work item `item`, part `part` (SwiGLU: 0 gate, 1 up): its weight row and the bounds
-// of its matrix.
-struct RowSource {
-  const uint8_t* row;
-  const uint8_t* lo;
-  const uint8_t* hi;
-};
-
-template <bool kSwiGlu>
-__device__ __forceinline__ RowSource row_source(const Args& a, int64_t item, int part) {
-  Target t;
-  int64_t row;
-  if constexpr (kSwiGlu) {
-    t = part == 0 ? a.t0 : a.t1;
-    row = item;
-  } else {
-    locate(a, item, t, row);
-  }
-  return {t.w + row * t.row_stride, t.w, t.end};
-}
-
-// kTokens: the most tokens the instance takes (1, or kVecMaxTokens): a single token
-// needs a fraction of the registers, so more warps fit on a multiprocessor.
+// kTokens: the most tokens the instance takes (1, or kVecMaxTokens): one token needs
+// fewer registers, so more blocks fit on a multiprocessor.
 template <DType T, bool kSwiGlu, int kTokens>
-__global__ void __launch_bounds__(kWarpsPerBlock * kWarpSize) matmul_vec_kernel(Args a) {
-  using Tile = Tiling<T>;
-  constexpr int kParts = kSwiGlu ? 2 : 1;
-  __shared__ __align__(16) uint8_t shared[kWarpsPerBlock][Tile::kSharedBytes];
-  const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
-  const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
-  const int64_t n_warps = static_cast<int64_t>(gridDim.x) * kWarpsPerBlock;
-  int64_t item = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + warp;
-  if (item >= a.n_items) return;  // whole warps leave together: the shuffles see full warps
-  uint8_t* tile_bytes = shared[warp];
+__global__ void __launch_bounds__(kThreads) matmul_pieces_kernel(Args a) {
+  using Piece = WeightPiece<T>;
+  __shared__ float partial[kWarps][kRows][kTokens];
+  const int64_t group = blockIdx.x;
+  const uint8_t* row[kRows];
+  bool live[kRows];
+#pragma unroll
+  for (int r = 0; r < kRows; ++r) {
+    float* y;
+    int64_t index;
+    live[r] = row_of<kSwiGlu>(a, group, r, row[r], y, index);
+  }
 
   allow_next_kernel();
-  int part = 0, tile = 0;
-  TileLoad<Tile::kSegmentsPerLane> next;
-  {
-    const RowSource src = row_source<kSwiGlu>(a, item, 0);
-    load_tile(vec_tile_span(Tile::kGeometry, reinterpret_cast<uintptr_t>(src.row), a.row_bytes, 0), src.lo, src.hi,
-              lane, next);
+  int64_t p = threadIdx.x;
+  typename Piece::Raw raw[kRows];
+  if (p < a.n_pieces) {
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) {
+      if (live[r]) Piece::load(row[r], p, raw[r]);
+    }
   }
-  // Weights are read-only: their first tile is on its way before x (which the kernel
+  // Weights are read-only: the first pieces are on their way before x (which the kernel
   // before this one writes) may be read.
   wait_for_previous_kernel();
-  float acc[kParts][kTokens];
+
+  float acc[kRows][kTokens];
 #pragma unroll
-  for (int p = 0; p < kParts; ++p) {
+  for (int r = 0; r < kRows; ++r) {
 #pragma unroll
-    for (int t = 0; t < kTokens; ++t) acc[p][t] = 0.0f;
+    for (int t = 0; t < kTokens; ++t) acc[r][t] = 0.0f;
   }
+#pragma unroll 1
+  for (; p < a.n_pieces; p += kThreads) multiply_piece<T, kTokens>(a, p, p + kThreads, row, live, raw, acc);
 
-  for (;;) {
-    __syncwarp();  // every lane is done reading the previous tile
-    store_tile(next, tile_bytes, lane);
-    const int offset = next.offset;
-    __syncwarp();
-
-    // The next (item, part, tile) of this warp, its loads issued now.
-    int64_t next_item = item;
-    int next_part = part, next_tile = tile + 1;
-    if (next_tile == a.n_tiles) {
-      next_tile = 0;
-      if (++next_part == kParts) {
-        next_part = 0;
-        next_item += n_warps;
+  const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
+  const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
+#pragma unroll
+  for (int r = 0; r < kRows; ++r) {
+#pragma unroll
+    for (int t = 0; t < kTokens; ++t) {
+      if (t >= a.n_tokens) break;
+#pragma unroll
+      for (int offset = kWarpSize / 2; offset > 0; offset /= 2) {
+        acc[r][t] += __shfl_xor_sync(0xffffffffu, acc[r][t], offset);
       }
+      if (lane == 0) partial[warp][r][t] = acc[r][t];
     }
-    const bool more = next_item < a.n_items;
-    if (more) {
-      const RowSource src = row_source<kSwiGlu>(a, next_item, next_part);
-      load_tile(vec_tile_span(Tile::kGeometry, reinterpret_cast<uintptr_t>(src.row), a.row_bytes, next_tile), src.lo,
-                src.hi, lane, next);
-    }
-
-    if (kParts == 1 || part == 0) {
-      multiply_tile<T, kTokens>(a, tile_bytes + offset, tile, lane, acc[0]);
-    } else {
-      multiply_tile<T, kTokens>(a, tile_bytes + offset, tile, lane, acc[kParts - 1]);
-    }
-    if (tile == a.n_tiles - 1 && part == kParts - 1) {  // the item's last tile: write it
+  }
+  __syncthreads();
+  // Thread r * kTokens + t writes row r's output for token t.
+  const int mine = static_cast<int>(threadIdx.x);
+#pragma unroll
+  for (int r = 0; r < kRows; ++r) {
+#pragma unroll
+    for (int t = 0; t < kTokens; ++t) {
+      if (mine != r * kTokens + t || t >= a.n_tokens || !live[r]) continue;
+      const uint8_t* weight_row;
+      float* y;
+      int64_t index;
+      row_of<kSwiGlu>(a, group, r, weight_row, y, index);
+      float sum = partial[0][r][t];
+#pragma unroll
+      for (int w = 1; w < kWarps; ++w) sum += partial[w][r][t];
       if constexpr (kSwiGlu) {
-        const float gate = warp_sums(acc[0], a.n_tokens, lane);
-        const float up = warp_sums(acc[kParts - 1], a.n_tokens, lane);
-        if (lane < a.n_tokens) a.t0.y[lane * a.y_stride + item] = silu_times(gate, up);
+        if (r % 2 == 1) continue;  // the gate row's thread writes the item
+        float up = partial[0][r + 1][t];
+#pragma unroll
+        for (int w = 1; w < kWarps; ++w) up += partial[w][r + 1][t];
+        y[t * a.y_stride + index] = silu_times(sum, up);
       } else {
-        const float sum = warp_sums(acc[0], a.n_tokens, lane);
-        Target t;
-        int64_t row;
-        locate(a, item, t, row);
-        if (lane < a.n_tokens) t.y[lane * a.y_stride + row] = sum;
+        y[t * a.y_stride + index] = sum;
       }
     }
-    if (!more) break;
-    item = next_item;
-    part = next_part;
-    tile = next_tile;
   }
+}
+
+// Whether the piece kernel can read these weights (of a format it has decoders for) and
+// this x: rows whose start and stride keep the loads aligned, whole pieces, and x aligned
+// for its 16-byte loads.
+template <DType T>
+bool takes(const TensorView& x, std::span<const MatmulTarget> targets) {
+  using Piece = WeightPiece<T>;
+  // x's stride is checked for one token too, so that whether this kernel or the staged
+  // one runs does not depend on the token count (batch-invariant steps).
+  if (!aligned_to(x.data, 16) || x.nb[1] % 16 != 0) return false;
+  for (const MatmulTarget& t : targets) {
+    if (t.w.ne[0] % kPieceValues != 0 || !aligned_to(t.w.data, Piece::kAlign) || t.w.nb[1] % Piece::kAlign != 0) {
+      return false;
+    }
+  }
+  return true;
 }
 
 Target make_target(const TensorView& w, const TensorView& y, int64_t first_item) {
   Target t;
   t.w = static_cast<const uint8_t*>(w.data);
   t.row_stride = static_cast<int64_t>(w.nb[1]);
-  t.end = t.w + (w.ne[1] - 1) * t.row_stride + static_cast<int64_t>(w.row_bytes());
   t.y = static_cast<float*>(y.data);
   t.first_item = first_item;
   return t;
 }
 
-// The fields every launch shares, from x and the first weight; y_stride from `y`.
 Args common_args(const TensorView& x, const TensorView& w, const TensorView& y) {
   Args a;
-  a.row_bytes = static_cast<int64_t>(w.row_bytes());
-  a.n_in = w.ne[0];
-  a.n_chunks = (a.n_in + kChunkValues - 1) / kChunkValues;
+  a.n_pieces = w.ne[0] / kPieceValues;
   a.x = static_cast<const float*>(x.data);
   a.x_stride = static_cast<int64_t>(x.nb[1] / sizeof(float));
   a.y_stride = static_cast<int64_t>(y.nb[1] / sizeof(float));
   a.n_tokens = static_cast<int>(x.n_rows());
-  a.x_aligned = aligned_to(x.data, 16) && (a.n_tokens == 1 || x.nb[1] % 16 == 0);
   return a;
 }
 
-template <bool kSwiGlu>
-Status launch(const Context& ctx, DType type, Args a) {
+template <DType T, bool kSwiGlu>
+Status launch(const Context& ctx, const Args& a) {
   if (a.n_items == 0 || a.n_tokens == 0) return {};
-  if (a.n_chunks == 0) return internal_error("matmul (vector kernel): weight rows without values");
-  const int64_t wanted_blocks = (a.n_items + kWarpsPerBlock - 1) / kWarpsPerBlock;
-  const int64_t resident = static_cast<int64_t>(std::max(ctx.sm_count, 1)) * kBlocksPerSm;
-  const auto n_blocks = static_cast<unsigned>(std::min(wanted_blocks, resident));
-  cudaError_t launched = cudaSuccess;
-  const bool known = visit_weight_format(type, [&](auto format) {
-    constexpr DType T = decltype(format)::value;
-    a.n_tiles = static_cast<int>((a.n_chunks + Tiling<T>::kChunks - 1) / Tiling<T>::kChunks);
-    cudaLaunchConfig_t config{};
-    config.gridDim = dim3(n_blocks);
-    config.blockDim = dim3(kWarpsPerBlock * kWarpSize);
-    config.stream = ctx.stream;
-    cudaLaunchAttribute early_start{};
-    early_start.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    early_start.val.programmaticStreamSerializationAllowed = 1;
-    config.attrs = &early_start;
-    config.numAttrs = ctx.programmatic_launch ? 1 : 0;
-    if constexpr (kSwiGlu) {  // one token only (matmul_vec_swiglu)
-      launched = cudaLaunchKernelEx(&config, matmul_vec_kernel<T, true, 1>, a);
-    } else {
-      launched = a.n_tokens == 1 ? cudaLaunchKernelEx(&config, matmul_vec_kernel<T, false, 1>, a)
-                                 : cudaLaunchKernelEx(&config, matmul_vec_kernel<T, false, kVecMaxTokens>, a);
-    }
-  });
-  if (!known) return unsupported("matmul: no kernel for weight type " + std::string(dtype_name(type)));
+  constexpr int64_t kItems = kSwiGlu ? kRows / 2 : kRows;
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(static_cast<unsigned>((a.n_items + kItems - 1) / kItems));
+  config.blockDim = dim3(kThreads);
+  config.stream = ctx.stream;
+  cudaLaunchAttribute early_start{};
+  early_start.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  early_start.val.programmaticStreamSerializationAllowed = 1;
+  config.attrs = &early_start;
+  config.numAttrs = ctx.programmatic_launch ? 1 : 0;
+  cudaError_t launched;
+  if constexpr (kSwiGlu) {
+    launched = cudaLaunchKernelEx(&config, matmul_pieces_kernel<T, true, 1>, a);
+  } else {
+    launched = a.n_tokens == 1 ? cudaLaunchKernelEx(&config, matmul_pieces_kernel<T, false, 1>, a)
+                               : cudaLaunchKernelEx(&config, matmul_pieces_kernel<T, false, kVecMaxTokens>, a);
+  }
   if (launched != cudaSuccess) {
     cudaGetLastError();
-    return internal_error(std::string("matmul (vector kernel): cudaLaunchKernelEx: ") + cudaGetErrorString(launched));
+    return internal_error(std::string("matmul (piece kernel): cudaLaunchKernelEx: ") + cudaGetErrorString(launched));
   }
-  return launch_status(kSwiGlu ? "matmul (SwiGLU vector kernel)" : "matmul (vector kernel)");
+  return launch_status(kSwiGlu ? "matmul (SwiGLU piece kernel)" : "matmul (piece kernel)");
+}
+
+using Launcher = Status (*)(const Context&, const Args&);
+
+// The piece kernel's launcher for these weights (one type), or null where it does not
+// take them (or PAGODA_CUDA_MATVEC picked another kernel).
+template <bool kSwiGlu>
+Launcher launcher_for(const Context& ctx, const TensorView& x, std::span<const MatmulTarget> targets) {
+  Launcher launcher = nullptr;
+  if (ctx.vec_kernel != VecKernel::kPieces) return launcher;
+  visit_weight_format(targets[0].w.type, [&](auto format) {
+    constexpr DType T = decltype(format)::value;
+    if constexpr (WeightPiece<T>::kSupported) {
+      if (takes<T>(x, targets)) launcher = &launch<T, kSwiGlu>;
+    }
+  });
+  return launcher;
 }
 
 }  // namespace
@@ -339,24 +302,27 @@ Status matmul_vec(const Context& ctx, const TensorView& x, std::span<const Matmu
     return internal_error("matmul_vec: " + std::to_string(targets.size()) + " weights in one launch, at most " +
                           std::to_string(kVecMaxTargets));
   }
-  const int64_t n_tokens = x.n_rows();
-  if (n_tokens > kVecMaxTokens) {
-    return internal_error("matmul_vec: " + std::to_string(n_tokens) + " tokens, at most " +
+  if (x.n_rows() > kVecMaxTokens) {
+    return internal_error("matmul_vec: " + std::to_string(x.n_rows()) + " tokens, at most " +
                           std::to_string(kVecMaxTokens));
   }
   const TensorView& w0 = targets[0].w;
-  Args a = common_args(x, w0, targets[0].y);
-  Target* slots[] = {&a.t0, &a.t1, &a.t2};
-  a.n_targets = 0;
   for (const MatmulTarget& t : targets) {
     if (t.w.type != w0.type || t.w.ne[0] != w0.ne[0] || t.y.nb[1] != targets[0].y.nb[1]) {
       return internal_error("matmul_vec: the weights of one launch need one type, one row length and one y stride");
     }
+  }
+  const Launcher launcher = launcher_for<false>(ctx, x, targets);
+  if (launcher == nullptr) return matmul_vec_staged(ctx, x, targets);
+  Args a = common_args(x, w0, targets[0].y);
+  Target* slots[] = {&a.t0, &a.t1, &a.t2};
+  a.n_targets = 0;
+  for (const MatmulTarget& t : targets) {
     if (t.w.ne[1] == 0) continue;  // no rows: nothing to write
     *slots[a.n_targets++] = make_target(t.w, t.y, a.n_items);
     a.n_items += t.w.ne[1];
   }
-  return launch<false>(ctx, w0.type, a);
+  return launcher(ctx, a);
 }
 
 Status matmul_vec_swiglu(const Context& ctx, const TensorView& x, const TensorView& w_gate,
@@ -367,13 +333,16 @@ Status matmul_vec_swiglu(const Context& ctx, const TensorView& x, const TensorVi
   if (w_gate.type != w_up.type || w_gate.ne[0] != w_up.ne[0] || w_gate.ne[1] != w_up.ne[1]) {
     return internal_error("matmul_vec_swiglu: gate and up need one type and shape");
   }
-  Args a = common_args(x, w_gate, out);
   if (w_gate.ne[1] == 0) return {};
+  const MatmulTarget pair[] = {{w_gate, out}, {w_up, out}};
+  const Launcher launcher = launcher_for<true>(ctx, x, pair);
+  if (launcher == nullptr) return matmul_vec_swiglu_staged(ctx, x, w_gate, w_up, out);
+  Args a = common_args(x, w_gate, out);
   a.t0 = make_target(w_gate, out, 0);
   a.t1 = make_target(w_up, out, 0);
   a.n_targets = 2;
   a.n_items = w_gate.ne[1];
-  return launch<true>(ctx, w_gate.type, a);
+  return launcher(ctx, a);
 }
 
 }  // namespace pagoda::backend::cuda::weights

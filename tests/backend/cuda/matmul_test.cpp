@@ -20,6 +20,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <span>
 #include <sstream>
 #include <string>
@@ -168,6 +169,19 @@ TEST_P(CudaMatmulTest, RowsOfAnyLengthForPlainTypes) {
   const int64_t counts[] = {1, 3, 9, 33};
   check_shape(*gpu, type, {100, 17}, counts, 33, 0, 0, 300);
   check_shape(*gpu, type, {100, 17}, counts, 33, 1, 2, 302);
+}
+
+// The staged few-token kernel takes the formats and rows the piece kernel does not; here
+// (PAGODA_CUDA_MATVEC=staged, read when the backend is made) it takes rows the piece
+// kernel would, so that both kernels are checked on every format.
+TEST_P(CudaMatmulTest, StagedKernelMatchesTheDequantizedProduct) {
+  PAGODA_SKIP_WITHOUT_CUDA();
+  ASSERT_EQ(setenv("PAGODA_CUDA_MATVEC", "staged", 1), 0);
+  std::unique_ptr<Backend> gpu = make_backend();
+  unsetenv("PAGODA_CUDA_MATVEC");
+  ASSERT_NE(gpu, nullptr);
+  const int64_t counts[] = {1, 2, 8};
+  check_shape(*gpu, GetParam(), {2048, 2048}, counts, 8, 0, 0, 400);
 }
 
 INSTANTIATE_TEST_SUITE_P(AllWeightTypes, CudaMatmulTest, ::testing::ValuesIn(kWeightTypes), type_test_name);
