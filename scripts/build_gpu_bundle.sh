@@ -149,9 +149,14 @@ copy_e2e() {
   else
     say "no $default_model: no model for the end-to-end tests"
   fi
+  # openai and jsonschema (structured_output_test and tools_test check what the server
+  # returns with it) with every package they require, at the versions scripts/python_env.sh
+  # installs; selenium is left out, as the GPU machine has no Chromium for webui_test.
   local requirements=(openai==3.22.1 anyio==4.16.0 httpx2==2.16.2 httpcore2==2.16.2 h11==0.16.0 idna==3.20
     jiter==0.19.0 pydantic==2.14.4 pydantic_core==2.50.5 annotated-types==0.8.0 typing-inspection==0.4.5
-    typing_extensions==4.16.0 sniffio==1.3.1 truststore==0.10.5 jinja2==3.1.6 markupsafe==3.0.3)
+    typing_extensions==4.16.0 sniffio==1.3.1 truststore==0.10.5 jinja2==3.1.6 markupsafe==3.0.3
+    jsonschema==4.26.0 jsonschema-specifications==2025.9.1 referencing==0.37.0 rpds-py==2026.9.1
+    attrs==26.1.0)
   python3 -m pip download -q --no-deps --only-binary=:all: --python-version "$python_version" \
     --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
     --platform manylinux2014_x86_64 -d "$bundle/wheels" "${requirements[@]}" ||
