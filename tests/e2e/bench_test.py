@@ -2,14 +2,20 @@
 measured requests (not its warm-up), prefix sharing shows in it, and bad sizes are
 refused; a tgN test reports its roofline (weight bytes per token, the share of the
 measured bandwidth) and, with --profile, where a token's time went. Speed is not
-asserted here: the figures are the benchmark's to print."""
+asserted here: the figures are the benchmark's to print. The backend is the one
+PAGODA_DEVICE picks (the GPU check runs this on CUDA, with a smaller model than CTest's)."""
 
 import json
+import os
+import re
 import subprocess
 
 from pagoda_server import check, check_equal, parse_args, run_and_exit
 
 ARGS = parse_args()
+
+# How each backend measures the bandwidth the roofline divides by (the CPU's on -t 2).
+BANDWIDTH_METHODS = {"CPU": "streaming read of 1 GiB, 2 threads", "CUDA": "1 GiB device copy, read + write"}
 
 
 def bench(*flags):
@@ -23,6 +29,25 @@ def report(*flags):
     status, out, err = bench(*flags)
     check_equal(status, 0, f"exit status (stderr: {err})")
     return json.loads(out)
+
+
+def model_shape():
+    """(layers, the gate matrix's type, its input and output sizes) of the model, as
+    `pagoda inspect` lists them."""
+    done = subprocess.run([ARGS.pagoda, "inspect", ARGS.model], capture_output=True, text=True, timeout=60)
+    check_equal(done.returncode, 0, f"inspect exit status (stderr: {done.stderr})")
+    layers = re.search(r"^ *\d+ +\S+\.block_count +\S+ +(\d+)$", done.stdout, re.M)
+    gate = re.search(r"^ *\d+ +blk\.0\.ffn_gate\.weight +(\S+) +\[(\d+), (\d+)\]", done.stdout, re.M)
+    check(layers and gate, "no block count or blk.0.ffn_gate.weight in pagoda inspect's listing")
+    return int(layers[1]), gate[1], int(gate[2]), int(gate[3])
+
+
+def gate_up_row(backend, type_name, n_in, n_ff):
+    """The profile's row of a layer's gate and up matmuls for one token: the CUDA backend
+    names the pair with the SwiGLU it fuses in, the CPU backend the pair alone."""
+    if backend == "CUDA":
+        return f"matmul {type_name} {n_in}->{n_ff}+{n_ff} n=1 swiglu"
+    return f"matmul {type_name} {n_in}x[{n_ff},{n_ff}]"
 
 
 def check_percentiles(figures, what):
@@ -65,22 +90,32 @@ def test_generation_reports_its_roofline_and_profile():
     check_equal(len(results), 1, "tests")
     tg = results[0]
     check_equal(tg["test"], "tg8", "test")
-    # The default model's output projection is its token embedding: a step reads it all.
+    backend = tg["backends"]
+    device = os.environ.get("PAGODA_DEVICE", "auto").lower()
+    if device != "auto":
+        check_equal(backend, device.split(":")[0].upper(), "backend of PAGODA_DEVICE")
+    check(backend in BANDWIDTH_METHODS, f"backend {backend!r}")
+    # The models this runs on (CTest's default one, the GPU check's tiny one) tie their
+    # output projection to the token embedding: a step reads it all.
     check_equal(tg["weight_bytes_per_token"], tg["model_size"], "weight bytes per token")
     gbs = tg["avg_ts"] * tg["weight_bytes_per_token"] / 1e9
     check(abs(tg["weight_gbs"] - gbs) <= 1e-9 * gbs, f"weight GB/s {tg['weight_gbs']} != {gbs}")
     share = tg["weight_gbs"] / tg["bandwidth_gbs"]
     check(abs(tg["bandwidth_share"] - share) <= 1e-9 * share, f"share {tg['bandwidth_share']}")
-    check_equal(tg["bandwidth_method"], "streaming read of 1 GiB, 2 threads", "bandwidth method")
-    # 8 tokens are 8 forward passes of the 30 layers: 30 of each layer's ops per token.
+    check_equal(tg["bandwidth_method"], BANDWIDTH_METHODS[backend], "bandwidth method")
+    # 8 tokens are 8 forward passes of the layers: one of each layer's ops per layer and token.
+    layers, gate_type, n_in, n_ff = model_shape()
+    per_layer = f"{layers:.2f}"
     check("tg8: time per token, 1 runs:" in err, f"stderr: {err}")
     rows = {line[:46].strip(): line[46:].split() for line in err.splitlines()}
-    check_equal(rows.get("matmul q4_1 576x[1536,1536]", [None])[0], "30.00", "gate/up calls per token")
-    check_equal(rows.get("attention", [None])[0], "30.00", "attention calls per token")
+    gate_up = gate_up_row(backend, gate_type, n_in, n_ff)
+    check_equal(rows.get(gate_up, [None])[0], per_layer, f"{gate_up} calls per token (stderr: {err})")
+    check_equal(rows.get("attention", [None])[0], per_layer, "attention calls per token")
     # Each residual add is fused with the norm after it: the first layer's norm and the
     # final one stand alone, and the last layer's second add has no norm after it.
     check_equal(rows.get("rms_norm", [None])[0], "2.00", "norms per token (the first and the last)")
-    check_equal(rows.get("add_rms_norm", [None])[0], "59.00", "adds fused with norms per token (2 a layer, less one)")
+    check_equal(rows.get("add_rms_norm", [None])[0], f"{2 * layers - 1:.2f}",
+                "adds fused with norms per token (2 a layer, less one)")
     check_equal(rows.get("add", [None])[0], "1.00", "adds per token (the last layer's second)")
     check("outside the ops (engine step, sampling)" in err, f"stderr: {err}")
 
