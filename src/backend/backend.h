@@ -191,6 +191,11 @@ class Backend {
   virtual void silu_mul(const TensorView& gate, const TensorView& up, const TensorView& out) = 0;
   // x = gelu(x) in place (tanh approximation).
   virtual void gelu(const TensorView& x) = 0;
+  // ids[i] = greedy_token(row i of x) (core/argmax.h: the first index of the row's
+  // largest value, NaNs never ranking; -1 where that value is not above -inf or the
+  // row starts with a NaN): a greedy sampler's choice, made where the logits are, so
+  // that only the ids go to the host. x: [n][n_vocab] f32 rows; ids: [n] I32.
+  virtual void argmax_rows(const TensorView& x, const TensorView& ids) = 0;
   // Writes the new K and V rows to their KV slots, then for each sequence computes
   // softmax(q k^T * scale + causal mask) v over its context, grouped-query style
   // (query head h reads KV head h / (n_heads / n_kv_heads)). q: [n][n_heads][head_dim],

@@ -171,6 +171,7 @@ class EngineCore {
     std::span<const float> logits;   // [1 + drafts.size()][n_vocab]
     std::span<const int32_t> drafts;  // the proposals it verifies
     std::span<const float> draft_probs;  // [drafts.size()][n_vocab] for drawn proposals, or empty
+    std::optional<int32_t> greedy;       // its greedy token, found with the logits (argmax_only)
     Status status;
   };
   std::vector<Sampling> samplings_;          // [sampling requests]

@@ -31,6 +31,8 @@ void EngineCore::gather_sequences(const SchedulerOutput& plan) {
                                   .first(static_cast<size_t>(scheduled.n_draft_tokens));
     }
     sequence.block_table = kv_.block_table(scheduled.id);
+    sequence.argmax_only = scheduled.samples && scheduled.n_draft_tokens == 0 && request != nullptr &&
+                           request->processor && request->processor->greedy_token_suffices();
     sequences_.push_back(sequence);
   }
 }
@@ -87,10 +89,14 @@ void EngineCore::process_logits(const SchedulerOutput& plan, const StepLogits& l
   finished_.clear();
   samplings_.clear();
   int32_t row = 0;
-  for (const ScheduledRequest& scheduled : plan.scheduled) {
+  for (size_t k = 0; k < plan.scheduled.size(); ++k) {
+    const ScheduledRequest& scheduled = plan.scheduled[k];
     if (!scheduled.samples) continue;
     const int32_t n_rows = scheduled.n_draft_tokens + 1;
     const std::span<const float> request_logits = logits.rows(row, n_rows);
+    // sequences_[k] is this request's (gather_sequences, same order).
+    const std::optional<int32_t> greedy =
+        sequences_[k].argmax_only ? std::optional<int32_t>(logits.greedy_token(row)) : std::nullopt;
     row += n_rows;
     Request* request = scheduler_.find(scheduled.id);
     if (request == nullptr || !request->processor) continue;
@@ -101,14 +107,15 @@ void EngineCore::process_logits(const SchedulerOutput& plan, const StepLogits& l
         request->draft_probs.size() >= n_probs && !drafts.empty()
             ? std::span<const float>(request->draft_probs).first(n_probs)
             : std::span<const float>();
-    samplings_.push_back({request, request_logits, drafts, draft_probs, {}});
+    samplings_.push_back({request, request_logits, drafts, draft_probs, greedy, {}});
   }
   // Each request's sampler on the backend's threads (drawing with a temperature from a
   // large vocabulary is a real share of a step when every request does), the rest in
   // order.
   backend_->run_host_tasks(static_cast<int64_t>(samplings_.size()), [this](int64_t i) {
     Sampling& s = samplings_[static_cast<size_t>(i)];
-    s.status = s.request->processor->sample(s.logits, s.drafts, s.draft_probs);
+    s.status = s.greedy ? s.request->processor->take_greedy(*s.greedy)
+                        : s.request->processor->sample(s.logits, s.drafts, s.draft_probs);
   });
   for (Sampling& s : samplings_) {
     const RequestId id = s.request->id;

@@ -55,6 +55,8 @@ ModelRunner::ModelRunner(model::Model& model, backend::Backend& backend, backend
   attention_.reserve(max_sequences);
   const auto max_logit_rows = static_cast<size_t>(limits.max_logit_rows);
   logit_rows_.reserve(max_logit_rows);
+  argmax_only_.reserve(max_logit_rows);
+  greedy_tokens_.resize(max_logit_rows);
   copies_.reserve(max_sequences);
 }
 
@@ -118,6 +120,7 @@ void ModelRunner::append(const RunnerSequence& s) {
   if (!s.samples) return;
   for (int32_t row = s.n_tokens - s.n_logit_rows; row < s.n_tokens; ++row) {
     logit_rows_.push_back(query_start + row);
+    argmax_only_.push_back(s.argmax_only && s.n_logit_rows == 1 ? 1 : 0);
   }
 }
 
@@ -128,6 +131,7 @@ Expected<model::ForwardBatch> ModelRunner::prepare(std::span<const RunnerSequenc
   slots_.clear();
   attention_.clear();
   logit_rows_.clear();
+  argmax_only_.clear();
   for (const RunnerSequence& s : sequences) append(s);
 
   model::ForwardBatch batch;
@@ -137,6 +141,10 @@ Expected<model::ForwardBatch> ModelRunner::prepare(std::span<const RunnerSequenc
   batch.attention.slot_mapping = slots_;
   batch.attention.block_size = block_size_;
   batch.logit_rows = logit_rows_;
+  if (std::find(argmax_only_.begin(), argmax_only_.end(), 1) != argmax_only_.end()) {
+    batch.argmax_only = argmax_only_;
+    batch.argmax_ids = greedy_tokens_;
+  }
   // The one place a batch is checked: the model and the backend only assert it.
   PAGODA_TRY(model::check_batch(batch, model_->config(), model_->batch_limits(), *kv_, logits_));
   return batch;
@@ -170,7 +178,7 @@ Expected<StepLogits> ModelRunner::execute(std::span<const kv::BlockCopy> copies,
   const size_t n_logits = logit_rows_.size() * static_cast<size_t>(n_vocab_);
   const std::span<float> logits = logits_.first(n_logits);
   PAGODA_TRY(model_->forward(batch, *kv_, logits));
-  return StepLogits(logits, n_vocab_);
+  return StepLogits(logits, n_vocab_, std::span<const int32_t>(greedy_tokens_).first(logit_rows_.size()));
 }
 
 }  // namespace pagoda::engine

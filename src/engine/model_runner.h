@@ -32,6 +32,9 @@ struct RunnerSequence {
   // Rows at the end of the sequence that need logits when it samples: 1, or one per
   // proposal it verifies and the one after them.
   int32_t n_logit_rows = 1;
+  // Its one logit row (n_logit_rows 1) needs only its greedy token: the step's
+  // StepLogits::greedy_token gives it, and its logits may be left on the device.
+  bool argmax_only = false;
 };
 
 struct RunnerLimits {
@@ -47,7 +50,8 @@ struct RunnerLimits {
 // next step.
 class StepLogits {
  public:
-  StepLogits(std::span<const float> data, int32_t n_vocab) : data_(data), n_vocab_(n_vocab) {}
+  StepLogits(std::span<const float> data, int32_t n_vocab, std::span<const int32_t> greedy_tokens = {})
+      : data_(data), n_vocab_(n_vocab), greedy_tokens_(greedy_tokens) {}
   int32_t n_vocab() const { return n_vocab_; }
   int32_t n_rows() const {
     return static_cast<int32_t>(data_.size() / static_cast<size_t>(n_vocab_));
@@ -58,9 +62,14 @@ class StepLogits {
                          static_cast<size_t>(count) * static_cast<size_t>(n_vocab_));
   }
 
+  // The greedy token (core/argmax.h: -1 for none) of row i, a row of a sequence that
+  // asked for it alone (RunnerSequence::argmax_only), whose logits row(i) may not hold.
+  int32_t greedy_token(int32_t i) const { return greedy_tokens_[static_cast<size_t>(i)]; }
+
  private:
   std::span<const float> data_;  // [n_rows][n_vocab]
   int32_t n_vocab_;
+  std::span<const int32_t> greedy_tokens_;  // [n_rows], valid for the argmax_only rows
 };
 
 class ModelRunner {
@@ -114,6 +123,9 @@ class ModelRunner {
   std::vector<int64_t> slots_;      // [<= max_batch_tokens] block_id * block_size + row
   std::vector<backend::SequenceAttention> attention_;  // [<= max_sequences]
   std::vector<int32_t> logit_rows_;                    // [<= max_logit_rows]
+  // [logit rows]: 1 for the rows needing only their greedy token (RunnerSequence::argmax_only)
+  std::vector<uint8_t> argmax_only_;
+  std::vector<int32_t> greedy_tokens_;  // [max_logit_rows]: the model writes the flagged rows'
   std::vector<backend::KvBlockCopy> copies_;  // [copies of the step]; grows to the largest step
   // [max_logit_rows][n_vocab], in memory the backend copies to fastest (pinned on a GPU).
   std::unique_ptr<backend::Buffer> logits_memory_;

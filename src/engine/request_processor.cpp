@@ -100,6 +100,17 @@ Status RequestProcessor::sample(std::span<const float> logits, std::span<const i
   return {};
 }
 
+Status RequestProcessor::take_greedy(int32_t token) {
+  has_sampled_ = false;
+  sampled_.clear();
+  if (token < 0) return Sampler::no_finite_logit();
+  SampledToken drawn;
+  drawn.token = token;
+  PAGODA_TRY(keep(drawn));
+  has_sampled_ = true;
+  return {};
+}
+
 Status RequestProcessor::keep(const SampledToken& drawn) {
   if (grammar_) PAGODA_TRY(grammar_->accept(drawn.token));
   sampler_.accept(drawn.token);

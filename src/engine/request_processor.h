@@ -63,6 +63,13 @@ class RequestProcessor {
   // for draw as without speculation); p is the distribution sample() draws from.
   Status sample(std::span<const float> logits, std::span<const int32_t> drafts = {},
                 std::span<const float> draft_probs = {});
+  // Whether the next token is the logits' greedy token with nothing else to report
+  // (greedy, no bias, penalty, grammar or log-probabilities): the step may then find it
+  // where the logits are (RunnerSequence::argmax_only) and give it to take_greedy().
+  bool greedy_token_suffices() const { return !grammar_ && sampler_.only_argmax(); }
+  // sample() for such a request given its greedy token (core/argmax.h: -1 for none,
+  // which fails as sample() does).
+  Status take_greedy(int32_t token);
   Expected<RequestOutput> emit(bool context_full);
   // emit() for every token sample() kept, in order, up to the first that finishes the
   // request. `context_room`: tokens the request may still gain before it holds

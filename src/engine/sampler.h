@@ -57,10 +57,18 @@ class Sampler {
   double draw_uniform() { return next_uniform(); }
 
   const SamplingParams& params() const { return params_; }
+  // Whether sample() would take the raw logits' greedy token (argmax_logit) and report
+  // nothing else: greedy, with no bias, penalty, mask-carrying grammar or
+  // log-probabilities.
+  bool only_argmax() const {
+    return params_.greedy() && params_.logit_bias.empty() && !penalties_.enabled() && !params_.grammar &&
+           !params_.logprobs && params_.top_logprobs == 0;
+  }
+  // The error sample() gives when no token has a finite logit.
+  static Status no_finite_logit();
 
  private:
   Sampler(const SamplingParams& params, int32_t n_vocab);
-  static Status no_finite_logit();
   // A row of logits ([n_vocab]) and a mask (empty, or at least ceil(n_vocab / 32) words).
   Status check_inputs(std::span<const float> logits, std::span<const uint32_t> allowed) const;
   CandidateList prepare_candidates(std::span<const float> logits);

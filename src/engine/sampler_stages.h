@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <span>
 
+#include "core/argmax.h"
+
 namespace pagoda::engine {
 
 struct Candidate {
@@ -41,11 +43,9 @@ void apply_min_p(CandidateList& list, float min_p);
 // The index in `list` of the best candidate (ties: lower token id).
 size_t best_index(const CandidateList& list);
 
-// best_index of the candidates of `logits` as they come (token i with logits[i]), without
-// building the list: the greedy choice when no bias or penalty changes a logit. As
-// best_index, a NaN never ranks before another logit (and one at index 0 stays the best,
-// for the caller to refuse). `logits` is not empty.
-size_t argmax_logit(std::span<const float> logits);
+// argmax_logit (core/argmax.h) is best_index of the candidates of `logits` as they come
+// (token i with logits[i]), without building the list: the greedy choice when no bias or
+// penalty changes a logit.
 
 // The first index whose running sum of weights (in double, in index order) exceeds
 // uniform * total, total being their sum; weights: unnormalized probabilities (>= 0),

@@ -119,6 +119,12 @@ Status check_logit_rows(const ForwardBatch& batch, const ModelConfig& config,
       return bad_batch("logit row " + str(row) + " is outside the batch");
     }
   }
+  if (!batch.argmax_only.empty() &&
+      (batch.argmax_only.size() != n_rows || batch.argmax_ids.size() < n_rows)) {
+    return bad_batch(str(static_cast<int64_t>(batch.argmax_only.size())) + " argmax flags and room for " +
+                     str(static_cast<int64_t>(batch.argmax_ids.size())) + " ids for " +
+                     str(static_cast<int64_t>(n_rows)) + " logit rows");
+  }
   if (logits.size() < n_rows * static_cast<size_t>(config.n_vocab)) {
     return bad_batch("the logits buffer holds " + str(static_cast<int64_t>(logits.size())) +
                      " floats, " + str(static_cast<int64_t>(n_rows)) + " rows need " +

@@ -15,6 +15,11 @@ struct ForwardBatch {
   std::span<const int32_t> positions;  // [n_tokens], position of each token in its sequence
   backend::AttentionBatch attention;   // sequences, KV slots, block size
   std::span<const int32_t> logit_rows; // batch rows whose next-token logits are wanted
+  // Empty, or one flag per logit row: set where the caller needs only the row's greedy
+  // token (core/argmax.h), which the pass then writes to argmax_ids (host memory,
+  // [logit_rows.size()]); such a row's logits may be left unwritten (a GPU keeps them).
+  std::span<const uint8_t> argmax_only;
+  std::span<int32_t> argmax_ids;
 };
 
 }  // namespace pagoda::model

@@ -1,5 +1,6 @@
 #include "model/transformer.h"
 
+#include <algorithm>
 #include <cassert>
 #include <cmath>
 #include <limits>
@@ -69,6 +70,8 @@ TransformerModel::TransformerModel(const ModelConfig& config, backend::Backend& 
 Status TransformerModel::allocate_output_scratch() {
   PAGODA_ASSIGN_OR_RETURN(logit_input_,
                           Activation::allocate(backend_, config_.n_embd, options_.max_logit_rows));
+  PAGODA_ASSIGN_OR_RETURN(argmax_ids_,
+                          backend_.allocate(static_cast<size_t>(options_.max_logit_rows) * sizeof(int32_t)));
   if (backend_.host_addressable()) return {};  // the logits go straight to the caller's buffer
   PAGODA_ASSIGN_OR_RETURN(logits_,
                           Activation::allocate(backend_, config_.n_vocab, options_.max_logit_rows));
@@ -82,14 +85,42 @@ Status TransformerModel::forward(const ForwardBatch& batch, backend::KvStorage& 
   // sequence step's are 3 MB, which copying had cost 1% of the step).
   host_logits_ = backend_.host_addressable() ? logits.data() : nullptr;
   run(batch, kv);
-  if (!batch.logit_rows.empty() && host_logits_ == nullptr) {
-    backend_.copy_to_host(logits_.rows(static_cast<int64_t>(batch.logit_rows.size())),
-                          logits.data());
-  }
+  deliver_logits(batch, logits);
   host_logits_ = nullptr;
   backend_.synchronize();
   // The ops report their failures (an op given views it cannot handle) here, once.
   return backend_.take_error();
+}
+
+void TransformerModel::deliver_logits(const ForwardBatch& batch, std::span<float> logits) {
+  const auto n_rows = static_cast<int64_t>(batch.logit_rows.size());
+  if (n_rows == 0) return;
+  const backend::TensorView all = host_logits_ != nullptr
+                                      ? backend::make_view(host_logits_, DType::F32, config_.n_vocab, n_rows)
+                                      : logits_.rows(n_rows);
+  const bool any_argmax = std::find(batch.argmax_only.begin(), batch.argmax_only.end(), 1) != batch.argmax_only.end();
+  if (any_argmax) {
+    const backend::TensorView ids = backend::make_view(argmax_ids_->data(), DType::I32, n_rows, 1);
+    backend_.argmax_rows(all, ids);
+    backend_.copy_to_host(ids, batch.argmax_ids.data());
+  }
+  if (host_logits_ != nullptr) return;
+  // The rows whose logits the caller reads, each run of consecutive ones in one copy.
+  const auto wanted = [&](int64_t r) { return !any_argmax || batch.argmax_only[static_cast<size_t>(r)] == 0; };
+  const size_t row_floats = static_cast<size_t>(config_.n_vocab);
+  float* device_logits = static_cast<float*>(all.data);
+  for (int64_t first = 0; first < n_rows;) {
+    if (!wanted(first)) {
+      ++first;
+      continue;
+    }
+    int64_t end = first + 1;
+    while (end < n_rows && wanted(end)) ++end;
+    const size_t offset = static_cast<size_t>(first) * row_floats;
+    backend_.copy_to_host(backend::make_view(device_logits + offset, DType::F32, config_.n_vocab, end - first),
+                          logits.data() + offset);
+    first = end;
+  }
 }
 
 void TransformerModel::rope(const backend::TensorView& q, const backend::TensorView& k,

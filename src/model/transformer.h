@@ -120,6 +120,14 @@ class TransformerModel : public Model {
   // logits = normed W^T, for the gathered rows. w: [n_vocab][n_embd].
   void project_logits(const backend::TensorView& w, const backend::TensorView& normed);
 
+ private:
+  // After run(): the greedy tokens of the rows batch.argmax_only flags to
+  // batch.argmax_ids, and the logits of the other rows to `logits` where they are not
+  // there already (a backend that is not host-addressable).
+  void deliver_logits(const ForwardBatch& batch, std::span<float> logits);
+
+ protected:
+
   ModelConfig config_;
   backend::Backend& backend_;
   LoadOptions options_;
@@ -129,6 +137,7 @@ class TransformerModel : public Model {
   backend::RopeParams rope_params_;
   Activation logit_input_;  // [max_logit_rows][n_embd]
   Activation logits_;       // [max_logit_rows][n_vocab]; none on a host-addressable backend
+  std::unique_ptr<backend::Buffer> argmax_ids_;  // [max_logit_rows] I32: argmax_rows' output
   // During forward() on a host-addressable backend: the caller's logits, which
   // project_logits() writes ([n_logit_rows][n_vocab] f32); else nullptr.
   float* host_logits_ = nullptr;

@@ -167,6 +167,9 @@ class CpuBackend final : public Backend {
   void gelu(const TensorView& x) override {
     timed([&] { return cpu::gelu(pool_, x); }, [] { return std::string("gelu"); });
   }
+  void argmax_rows(const TensorView& x, const TensorView& ids) override {
+    timed([&] { return cpu::argmax_rows(pool_, x, ids); }, [] { return std::string("argmax_rows"); });
+  }
   void attention(const TensorView& q, const TensorView& k, const TensorView& v, KvStorage& kv,
                  int32_t layer, const AttentionBatch& batch, float scale, const TensorView& out) override {
     timed([&] { return attention_.run(pool_, q, k, v, kv, layer, batch, scale, out); },

@@ -134,6 +134,7 @@ class CudaBackend final : public Backend {
                  const RopeParams& params) override;
   void silu_mul(const TensorView& gate, const TensorView& up, const TensorView& out) override;
   void gelu(const TensorView& x) override;
+  void argmax_rows(const TensorView& x, const TensorView& ids) override;
   void attention(const TensorView& q, const TensorView& k, const TensorView& v, KvStorage& kv,
                  int32_t layer, const AttentionBatch& batch, float scale,
                  const TensorView& out) override;
@@ -171,7 +172,8 @@ class CudaBackend final : public Backend {
     kSiluMul,
     kGelu,
     kAttention,
-    kRopePair
+    kRopePair,
+    kArgmaxRows
   };
   // Records an op's launch (which returns its Status) for the step's graph, or, when the
   // backend launches op by op, enqueues it now between the profile's events; if the

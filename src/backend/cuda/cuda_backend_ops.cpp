@@ -139,6 +139,12 @@ void CudaBackend::gelu(const TensorView& x) {
       [] { return std::string("gelu"); });
 }
 
+void CudaBackend::argmax_rows(const TensorView& x, const TensorView& ids) {
+  run_op(
+      LaunchKey(kArgmaxRows).add(x).add(ids), [=, this] { return cuda::argmax_rows(ctx_, x, ids); },
+      [] { return std::string("argmax_rows"); });
+}
+
 // The positions staged after the checks rope needs on the host (one per token), or
 // null with the error noted.
 const int32_t* CudaBackend::stage_positions(int64_t n_tokens, std::span<const int32_t> positions) {

@@ -3,8 +3,8 @@
 // kRows weight rows; thread i reads pieces i, i + kThreads, ... of each (8 consecutive
 // values, quant_pieces.cuh), so that a warp's weight loads and its activation loads each
 // cover contiguous bytes, and multiplies them with the same 8 activations of each token,
-// read once for the kRows rows. The next pieces' loads are issued before the current
-// ones are multiplied. A thread's sums go across its warp by shuffles and across the
+// read once for the kRows rows. Each thread keeps two pieces of every row in flight (one
+// for Q6_K): a piece's slot is loaded with the piece two ahead as soon as it is decoded. A thread's sums go across its warp by shuffles and across the
 // block's warps through shared memory, in a fixed order: token t's outputs are the same
 // bits whatever the other tokens of the call (so batch-invariant steps can run groups of
 // kVecMaxTokens tokens through it).
@@ -129,6 +129,11 @@ __device__ __forceinline__ void multiply_piece(const Args& a, int64_t p, int64_t
   }
 }
 
+// Pieces of each row a thread keeps in flight: two, but one for Q6_K, whose pieces take
+// enough registers that a second would cost more warps than it brings bytes.
+template <DType T>
+constexpr int kPiecesInFlight = T == DType::Q6_K ? 1 : 2;
+
 // The activation of the silu_mul op (elementwise.cu), operation for operation.
 __device__ __forceinline__ float silu_times(float gate, float up) {
   return __fmul_rn(__fdiv_rn(gate, __fadd_rn(1.0f, expf(-gate))), up);
@@ -151,12 +156,16 @@ __global__ void __launch_bounds__(kThreads) matmul_pieces_kernel(Args a) {
   }
 
   allow_next_kernel();
+  // kDepth pieces of each row in flight per thread: p + k kThreads in raw[k].
+  constexpr int kDepth = kPiecesInFlight<T>;
   int64_t p = threadIdx.x;
-  typename Piece::Raw raw[kRows];
-  if (p < a.n_pieces) {
+  typename Piece::Raw raw[kDepth][kRows];
+#pragma unroll
+  for (int k = 0; k < kDepth; ++k) {
+    if (p + k * kThreads >= a.n_pieces) break;
 #pragma unroll
     for (int r = 0; r < kRows; ++r) {
-      if (live[r]) Piece::load(row[r], p, raw[r]);
+      if (live[r]) Piece::load(row[r], p + k * kThreads, raw[k][r]);
     }
   }
   // Weights are read-only: the first pieces are on their way before x (which the kernel
@@ -169,8 +178,17 @@ __global__ void __launch_bounds__(kThreads) matmul_pieces_kernel(Args a) {
 #pragma unroll
     for (int t = 0; t < kTokens; ++t) acc[r][t] = 0.0f;
   }
+  // Pieces in order p, p + kThreads, p + 2 kThreads, ...: each multiplied, its raw slot
+  // then loaded with the piece kDepth ahead.
 #pragma unroll 1
-  for (; p < a.n_pieces; p += kThreads) multiply_piece<T, kTokens>(a, p, p + kThreads, row, live, raw, acc);
+  for (; p < a.n_pieces; p += kDepth * kThreads) {
+#pragma unroll
+    for (int k = 0; k < kDepth; ++k) {
+      const int64_t piece = p + k * kThreads;
+      if (piece >= a.n_pieces) break;
+      multiply_piece<T, kTokens>(a, piece, piece + kDepth * kThreads, row, live, raw[k], acc);
+    }
+  }
 
   const int lane = static_cast<int>(threadIdx.x) % kWarpSize;
   const int warp = static_cast<int>(threadIdx.x) / kWarpSize;

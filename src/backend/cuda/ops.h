@@ -57,6 +57,8 @@ Status rope_pair(const Context& ctx, const TensorView& a, const TensorView& b, c
 Status silu_mul(const Context& ctx, const TensorView& gate, const TensorView& up,
                 const TensorView& out);
 Status gelu(const Context& ctx, const TensorView& x);
+// Backend::argmax_rows (argmax_rows.cu).
+Status argmax_rows(const Context& ctx, const TensorView& x, const TensorView& ids);
 
 // --- attention --------------------------------------------------------------------
 // One layer's KV storage: K and V, each ne = {n_kv_heads * head_dim, block_size *

@@ -7,6 +7,7 @@
 #include "backend/cpu/ops/ops.h"
 #include "backend/cpu/ops/rows.h"
 #include "backend/cpu/ops/silu.h"
+#include "core/argmax.h"
 #include "core/fp16.h"
 
 namespace pagoda::backend::cpu {
@@ -119,6 +120,19 @@ Status gelu(ThreadPool& pool, const TensorView& x) {
         }
       }
     }
+  });
+  return {};
+}
+
+Status argmax_rows(ThreadPool& pool, const TensorView& x, const TensorView& ids) {
+  if (!is_f32_rows(x) || x.ne[0] <= 0 || ids.data == nullptr || ids.type != DType::I32 ||
+      ids.ne[0] != x.n_rows() || ids.n_rows() != 1) {
+    return invalid_argument("argmax_rows: needs f32 rows and one I32 id per row");
+  }
+  const auto n = static_cast<size_t>(x.ne[0]);
+  int32_t* out = static_cast<int32_t*>(ids.data);
+  parallel_rows(pool, x.n_rows(), x.ne[0], [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) out[r] = greedy_token(std::span<const float>(row_at<const float>(x, r), n));
   });
   return {};
 }

@@ -60,6 +60,8 @@ class Rope {
 Status silu_mul(ThreadPool& pool, Isa isa, const TensorView& gate, const TensorView& up,
                 const TensorView& out);
 Status gelu(ThreadPool& pool, const TensorView& x);
+// ids[i] = greedy_token(row i of x): x [n][n_vocab] f32 rows, ids [n] I32.
+Status argmax_rows(ThreadPool& pool, const TensorView& x, const TensorView& ids);
 
 // Shared checks.
 bool same_shape(const TensorView& a, const TensorView& b);
