@@ -144,6 +144,10 @@ stage_bench() {
         -r 3 || status=1
     done
   done
+  # Prompts with every attention row in a block of its own.
+  echo "variant: PAGODA_CUDA_ATTENTION_GROUPS=0" >>"$log"
+  run_logged "$log" "$limit" env PAGODA_CUDA_ATTENTION_GROUPS=0 "$bundle/pagoda" bench --device cuda \
+    -m "$dir/llama-1b-f16.gguf" -p 512 -n 0 -r 3 || status=1
   for model in llama-1b-f16 llama-1b-q4_k_m; do
     run_logged "$log" "$limit" "$bundle/pagoda" bench --device cuda -m "$dir/$model.gguf" -p 512 -n 64 -r 1 \
       --profile-ops || status=1
@@ -188,7 +192,7 @@ stage_serve_e2e() {
 # Where a test stage failed: its failed tests again (the whole stage where a crash left no
 # names) with the decode path's parts turned off one at a time, to say which part a
 # failure comes from: the piece kernel (the staged one instead), CUDA graphs, the
-# early-starting matmul.
+# early-starting matmul, attention's row groups.
 stage_bisect() {
   local log="$1" limit="$2" entry stage binary filter variant status verdicts=""
   [[ -n "$failed_stages" ]] || { note="no test stage failed"; return 2; }
@@ -203,7 +207,8 @@ stage_bisect() {
       [[ $stage == engine ]] && filter="${PAGODA_GPU_ENGINE_FILTER:-EngineEquivalence*:EngineApi*:StoriesSession*:ModelRunner*}"
     fi
     echo "== $stage: $filter" >>"$log"
-    for variant in "PAGODA_CUDA_MATVEC=staged" "PAGODA_CUDA_GRAPHS=0" "PAGODA_CUDA_PDL=0"; do
+    for variant in "PAGODA_CUDA_MATVEC=staged" "PAGODA_CUDA_GRAPHS=0" "PAGODA_CUDA_PDL=0" \
+      "PAGODA_CUDA_ATTENTION_GROUPS=0"; do
       echo "variant: $variant" >>"$log"
       run_logged "$log" $((limit / 4)) env $variant PAGODA_TEST_DEVICE=cuda "$binary" --gtest_brief=1 \
         --gtest_filter="$filter"

@@ -3,8 +3,11 @@
 // back from the cache, so the new tokens are rounded as the cache rounds them.
 //
 // Grid: one block per (batch row, KV head, split). A block's warps are query heads of
-// that KV head's group (up to kMaxWarps; a larger group takes several blocks), so each K/V
-// tile loaded from the cache serves all of them. Any head size up to 256 (lane l holds
+// that KV head's group (up to kMaxWarps; a larger group takes several blocks) for up to
+// rows_per_block consecutive query rows of one sequence (prompts: the block of a group's
+// first row takes the group, the others leave at once; decoding rows: one each), so
+// each K/V tile loaded from the cache serves all of them. A row's tiles, and every
+// operation on them, are the same whichever rows share its block. Any head size up to 256 (lane l holds
 // values l, l + 32, ... of a head). A row's context [0, position] is cut into
 // splits of kSplitPositions, aligned to position 0; a split is walked in tiles of 32
 // positions: the tile's K and V (converted to f32) go to shared memory, each lane scores
@@ -33,7 +36,8 @@ constexpr int kTile = 32;             // positions per tile: one per lane
 constexpr int kSplitPositions = 64;
 constexpr int kMaxHeadDim = 256;
 constexpr int kMaxValuesPerLane = kMaxHeadDim / 32;  // lane l holds values l, l + 32, ...
-constexpr int kMaxWarps = 8;          // query heads per block
+constexpr int kMaxWarps = 8;          // query heads per block row
+constexpr int kMaxBlockWarps = 16;    // warps per block: query heads x rows
 constexpr int kMaxGridYZ = 65535;
 
 struct AttentionArgs {
@@ -53,8 +57,10 @@ struct AttentionArgs {
   const int32_t* block_tables;
   const int32_t* row_sequence;
   int32_t row_begin;        // first batch row of this launch (rows go in pieces)
+  int32_t row_end;          // one past its last
   int32_t n_heads, group, head_dim, block_size;
-  int32_t warps;            // query heads per block (blockDim.x / 32)
+  int32_t warps;            // query heads per block row
+  int32_t rows_per_block;   // query rows per block (blockDim.x / 32 = warps * rows_per_block)
   int32_t head_chunks;      // blocks per KV head: ceil(group / warps)
   int32_t n_splits;         // grid z
   float scale;
@@ -144,7 +150,7 @@ __device__ void load_tile(const AttentionArgs& a, const DeviceSequence& seq, int
   }
   __syncthreads();
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, hd = a.head_dim;
-  for (int i = warp; i < n_tile; i += a.warps) {
+  for (int i = warp; i < n_tile; i += a.warps * a.rows_per_block) {
     const int64_t offset = slots[i] * a.slot_bytes;
     const char* k = a.k_cache + offset;
     const char* v = a.v_cache + offset;
@@ -176,29 +182,55 @@ __device__ void write_result(const AttentionArgs& a, int32_t row, int32_t head, 
   }
 }
 
+// The query rows block `first_row`'s block takes, [first_row, *end): none where a row
+// before it in the same group does. Groups are rows_per_block consecutive rows of a
+// sequence, aligned to its first query row, cut at the launch's first and last row.
+__device__ bool block_rows(const AttentionArgs& a, const DeviceSequence& seq, int32_t first_row, int32_t* end) {
+  const int32_t offset = first_row - seq.query_start;
+  if (offset % a.rows_per_block != 0 && first_row != a.row_begin) return false;
+  const int32_t group_end = seq.query_start + (offset / a.rows_per_block + 1) * a.rows_per_block;
+  *end = min(min(group_end, seq.query_start + seq.n_query), a.row_end);
+  return true;
+}
+
+// The end of `row`'s positions in split `split` of its row_splits: the split's 64, or the
+// rest for its last split.
+__device__ int32_t split_end(int32_t split, int32_t row_splits, int32_t n_positions) {
+  return split == row_splits - 1 ? n_positions : (split + 1) * kSplitPositions;
+}
+
 template <KvType T>
-__global__ void __launch_bounds__(kMaxWarps * 32) attention_kernel(AttentionArgs a) {
+__global__ void __launch_bounds__(kMaxBlockWarps * 32) attention_kernel(AttentionArgs a) {
   allow_next_kernel();  // the output projection's matmul may start streaming its weights
   extern __shared__ float smem[];  // see the carving below
   __shared__ int64_t slots[kTile];
-  const int32_t row = a.row_begin + static_cast<int32_t>(blockIdx.x);
+  const int32_t first_row = a.row_begin + static_cast<int32_t>(blockIdx.x);
   const int32_t kv_head = blockIdx.y / a.head_chunks;
   const int32_t split = blockIdx.z;
-  const DeviceSequence seq = a.sequences[a.row_sequence[row]];
-  const int32_t n_positions = attended_positions(seq, row);
-  const int32_t row_splits = splits_of(a, n_positions);
-  if (split >= row_splits) return;  // the whole block: this row has fewer splits
+  const DeviceSequence seq = a.sequences[a.row_sequence[first_row]];
+  int32_t rows_end = 0;
+  if (!block_rows(a, seq, first_row, &rows_end)) return;  // the whole block: its group's first row takes it
+  // The block's last row attends to the most positions: its splits bound the block's.
+  const int32_t last_positions = attended_positions(seq, rows_end - 1);
+  const int32_t last_splits = splits_of(a, last_positions);
+  if (split >= last_splits) return;  // the whole block: these rows have fewer splits
   const int32_t begin = split * kSplitPositions;
-  const int32_t end = split == row_splits - 1 ? n_positions : begin + kSplitPositions;
+  const int32_t end = split_end(split, last_splits, last_positions);
 
-  const int hd = a.head_dim, warp = threadIdx.x / 32;
+  const int hd = a.head_dim, warp = threadIdx.x / 32, n_warps = a.warps * a.rows_per_block;
   float* k_tile = smem;                          // [kTile][hd + 1]
   float* v_tile = k_tile + kTile * (hd + 1);    // [kTile][hd]
-  float* q = v_tile + kTile * hd + warp * hd;   // [warps][hd]: this warp's
-  float* weights = v_tile + kTile * hd + a.warps * hd + warp * kTile;  // [warps][kTile]
-  const int32_t head_in_group = (blockIdx.y % a.head_chunks) * a.warps + warp;
-  const bool active = head_in_group < a.group;  // the last chunk of a group may be short
+  float* q = v_tile + kTile * hd + warp * hd;   // [n_warps][hd]: this warp's
+  float* weights = v_tile + kTile * hd + n_warps * hd + warp * kTile;  // [n_warps][kTile]
+  // This warp's row and query head, and its positions in this split.
+  const int32_t row = first_row + warp / a.warps;
+  const int32_t head_in_group = (blockIdx.y % a.head_chunks) * a.warps + warp % a.warps;
   const int32_t head = kv_head * a.group + head_in_group;
+  const int32_t n_positions = row < rows_end ? attended_positions(seq, row) : 0;
+  const int32_t row_splits = splits_of(a, n_positions);
+  // The last chunk of a group may be short; a row may have fewer splits than the block.
+  const bool active = row < rows_end && head_in_group < a.group && split < row_splits;
+  const int32_t row_end = active ? split_end(split, row_splits, n_positions) : begin;
   if (active) {
     const float* q_row = reinterpret_cast<const float*>(a.q + row * a.q_token_bytes + head * a.q_head_bytes);
     for (int d = threadIdx.x % 32; d < hd; d += 32) q[d] = q_row[d];
@@ -209,7 +241,9 @@ __global__ void __launch_bounds__(kMaxWarps * 32) attention_kernel(AttentionArgs
     __syncthreads();  // the previous tile (and its slots) have been read; q is written
     load_tile<T>(a, seq, kv_head, start, n_tile, slots, k_tile, v_tile);
     __syncthreads();
-    if (active) attend_tile(q, k_tile, v_tile, weights, n_tile, hd, a.scale, st);
+    // The row's own part of the tile: the tiles a row alone in its block would see.
+    const int row_tile = min(kTile, row_end - start);
+    if (active && row_tile > 0) attend_tile(q, k_tile, v_tile, weights, row_tile, hd, a.scale, st);
   }
   if (active) write_result(a, row, head, split, row_splits, st);
 }
@@ -302,7 +336,8 @@ Status check_attention(const TensorView& q, const TensorView& k, const TensorVie
 
 template <KvType T>
 Status launch_attention(const Context& ctx, AttentionArgs a, int32_t n_rows) {
-  const size_t smem = shared_bytes(a.head_dim, a.warps);
+  a.row_end = a.row_begin + n_rows;
+  const size_t smem = shared_bytes(a.head_dim, a.warps * a.rows_per_block);
   if (smem > 48 * 1024) {  // above the default limit: opt in (sm_80 allows 163 KiB, sm_90 227 KiB)
     const cudaError_t e = cudaFuncSetAttribute(attention_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                static_cast<int>(smem));
@@ -310,7 +345,7 @@ Status launch_attention(const Context& ctx, AttentionArgs a, int32_t n_rows) {
   }
   const dim3 grid(static_cast<unsigned>(n_rows), static_cast<unsigned>(a.head_chunks * (a.n_heads / a.group)),
                   static_cast<unsigned>(a.n_splits));
-  attention_kernel<T><<<grid, a.warps * 32, smem, ctx.stream>>>(a);
+  attention_kernel<T><<<grid, a.warps * a.rows_per_block * 32, smem, ctx.stream>>>(a);
   PAGODA_TRY(launch_status("attention"));
   if (a.n_splits == 1) return {};
   merge_splits_kernel<<<dim3(static_cast<unsigned>(n_rows), static_cast<unsigned>(a.n_heads)), 32, 0,
@@ -380,6 +415,9 @@ Status attention(const Context& ctx, const TensorView& q, const TensorView& k, c
   a.block_size = batch.block_size;
   a.warps = a.group < kMaxWarps ? a.group : kMaxWarps;
   a.head_chunks = (a.group + a.warps - 1) / a.warps;
+  // Prompts: several rows of a sequence share each K/V tile. Decoding rows (one a
+  // sequence) go one a block.
+  a.rows_per_block = ctx.attention_row_groups && batch.max_n_query > 1 ? kMaxBlockWarps / a.warps : 1;
   a.n_splits = attention_splits(batch);
   a.scale = scale;
   KvType type = KvType::kF16;

@@ -68,6 +68,9 @@ struct Context {
   // sm_90 and later: the few-token matmul is launched to start before the kernel before
   // it ends (launch_order.cuh); PAGODA_CUDA_PDL=0 turns that off.
   bool programmatic_launch = false;
+  // Attention blocks take several query rows of a prompt (attention.cu);
+  // PAGODA_CUDA_ATTENTION_GROUPS=0 gives every row a block of its own, to compare.
+  bool attention_row_groups = true;
 };
 
 }  // namespace pagoda::backend::cuda

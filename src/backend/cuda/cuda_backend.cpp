@@ -119,6 +119,7 @@ Status CudaBackend::create_fixed_buffers() {
                     : environment_says("PAGODA_CUDA_MATVEC", "staged") ? VecKernel::kStaged
                                                                        : VecKernel::kPieces;
   ctx_.programmatic_launch = ctx_.cc_major >= 9 && !environment_says("PAGODA_CUDA_PDL", "0");
+  ctx_.attention_row_groups = !environment_says("PAGODA_CUDA_ATTENTION_GROUPS", "0");
   graphs_enabled_ = options_.graphs && !options_.profile_ops && !environment_says("PAGODA_CUDA_GRAPHS", "0");
   // Events for the ops of the largest step (a few dozen per layer).
   if (options_.profile_ops) PAGODA_TRY(profile_.start(16384));
