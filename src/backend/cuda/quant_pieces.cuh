@@ -40,6 +40,16 @@ __device__ __forceinline__ uint32_t byte_of(uint2 w, int j) {
 __device__ __forceinline__ float half_bits_to_f32(uint32_t bits) {
   return __half2float(__ushort_as_half(static_cast<unsigned short>(bits & 0xFFFFu)));
 }
+// q - offset as a float, for 0 <= q < 2^23 and small offsets: the float whose bits are
+// 2^23's with q in the low mantissa bits is 2^23 + q exactly, and subtracting 2^23 +
+// offset is exact, so this is the value static_cast<float>(int(q) - offset) gives. Two
+// full-rate instructions instead of an integer-to-float conversion, which the
+// multiprocessor issues at a fraction of their rate; a piece converts 8 of them.
+template <int kOffset>
+__device__ __forceinline__ float small_int_to_f32(uint32_t q) {
+  constexpr float kBias = 8388608.0f + static_cast<float>(kOffset);  // 2^23 + offset, exact
+  return __fsub_rn(__uint_as_float(0x4B000000u | q), kBias);
+}
 
 }  // namespace pieces_detail
 
@@ -116,7 +126,10 @@ struct WeightPiece<DType::Q8_0> {
   __device__ static void decode(const Raw& r, float (&v)[kPieceValues]) {
     const float d = pieces_detail::half_bits_to_f32(r.d);
 #pragma unroll
-    for (int j = 0; j < 8; ++j) v[j] = __fmul_rn(static_cast<float>(blocks_detail::as_int8(pieces_detail::byte_of(r.q, j))), d);
+    for (int j = 0; j < 8; ++j) {
+      // The int8 q is byte ^ 0x80 less 128.
+      v[j] = __fmul_rn(pieces_detail::small_int_to_f32<128>(pieces_detail::byte_of(r.q, j) ^ 0x80u), d);
+    }
   }
 };
 
@@ -143,8 +156,8 @@ struct WeightPiece<DType::Q4_0> {
     const float d = pieces_detail::half_bits_to_f32(r.d);
 #pragma unroll
     for (int j = 0; j < 8; ++j) {
-      const int q = static_cast<int>((pieces_detail::byte_of(r.q, j) >> r.shift) & 0xF);
-      v[j] = __fmul_rn(static_cast<float>(q - 8), d);
+      const uint32_t q = (pieces_detail::byte_of(r.q, j) >> r.shift) & 0xF;
+      v[j] = __fmul_rn(pieces_detail::small_int_to_f32<8>(q), d);
     }
   }
 };
@@ -173,7 +186,7 @@ struct WeightPiece<DType::Q4_1> {
 #pragma unroll
     for (int j = 0; j < 8; ++j) {
       const uint32_t q = (pieces_detail::byte_of(r.q, j) >> r.shift) & 0xF;
-      v[j] = __fadd_rn(__fmul_rn(static_cast<float>(q), d), m);
+      v[j] = __fadd_rn(__fmul_rn(pieces_detail::small_int_to_f32<0>(q), d), m);
     }
   }
 };
@@ -221,7 +234,8 @@ struct WeightPiece<DType::Q4_K> {
     const int shift = 4 * (j % 2);
 #pragma unroll
     for (int l = 0; l < 8; ++l) {
-      v[l] = __fsub_rn(__fmul_rn(dl, static_cast<float>((pieces_detail::byte_of(r.q, l) >> shift) & 0xF)), ml);
+      const uint32_t q = (pieces_detail::byte_of(r.q, l) >> shift) & 0xF;
+      v[l] = __fsub_rn(__fmul_rn(dl, pieces_detail::small_int_to_f32<0>(q)), ml);
     }
   }
 };
@@ -258,7 +272,7 @@ struct WeightPiece<DType::Q6_K> {
     for (int l = 0; l < 8; ++l) {
       const uint32_t low = (pieces_detail::byte_of(r.ql, l) >> ql_shift) & 0xF;
       const uint32_t high = (pieces_detail::byte_of(r.qh, l) >> qh_shift) & 3;
-      v[l] = __fmul_rn(ds, static_cast<float>(static_cast<int>(low | (high << 4)) - 32));
+      v[l] = __fmul_rn(ds, pieces_detail::small_int_to_f32<32>(low | (high << 4)));
     }
   }
 };
