@@ -18,6 +18,7 @@
 #include <cstdint>
 
 #include "backend/cuda/quant_blocks.cuh"
+#include "backend/cuda/small_int_float.h"
 #include "core/dtype.h"
 #include "quant/blocks.h"
 
@@ -40,17 +41,6 @@ __device__ __forceinline__ uint32_t byte_of(uint2 w, int j) {
 __device__ __forceinline__ float half_bits_to_f32(uint32_t bits) {
   return __half2float(__ushort_as_half(static_cast<unsigned short>(bits & 0xFFFFu)));
 }
-// q - offset as a float, for 0 <= q < 2^23 and small offsets: the float whose bits are
-// 2^23's with q in the low mantissa bits is 2^23 + q exactly, and subtracting 2^23 +
-// offset is exact, so this is the value static_cast<float>(int(q) - offset) gives. Two
-// full-rate instructions instead of an integer-to-float conversion, which the
-// multiprocessor issues at a fraction of their rate; a piece converts 8 of them.
-template <int kOffset>
-__device__ __forceinline__ float small_int_to_f32(uint32_t q) {
-  constexpr float kBias = 8388608.0f + static_cast<float>(kOffset);  // 2^23 + offset, exact
-  return __fsub_rn(__uint_as_float(0x4B000000u | q), kBias);
-}
-
 }  // namespace pieces_detail
 
 template <DType T>
@@ -128,7 +118,7 @@ struct WeightPiece<DType::Q8_0> {
 #pragma unroll
     for (int j = 0; j < 8; ++j) {
       // The int8 q is byte ^ 0x80 less 128.
-      v[j] = __fmul_rn(pieces_detail::small_int_to_f32<128>(pieces_detail::byte_of(r.q, j) ^ 0x80u), d);
+      v[j] = __fmul_rn(small_int_to_f32<128>(pieces_detail::byte_of(r.q, j) ^ 0x80u), d);
     }
   }
 };
@@ -157,7 +147,7 @@ struct WeightPiece<DType::Q4_0> {
 #pragma unroll
     for (int j = 0; j < 8; ++j) {
       const uint32_t q = (pieces_detail::byte_of(r.q, j) >> r.shift) & 0xF;
-      v[j] = __fmul_rn(pieces_detail::small_int_to_f32<8>(q), d);
+      v[j] = __fmul_rn(small_int_to_f32<8>(q), d);
     }
   }
 };
@@ -186,7 +176,7 @@ struct WeightPiece<DType::Q4_1> {
 #pragma unroll
     for (int j = 0; j < 8; ++j) {
       const uint32_t q = (pieces_detail::byte_of(r.q, j) >> r.shift) & 0xF;
-      v[j] = __fadd_rn(__fmul_rn(pieces_detail::small_int_to_f32<0>(q), d), m);
+      v[j] = __fadd_rn(__fmul_rn(small_int_to_f32<0>(q), d), m);
     }
   }
 };
@@ -235,7 +225,7 @@ struct WeightPiece<DType::Q4_K> {
 #pragma unroll
     for (int l = 0; l < 8; ++l) {
       const uint32_t q = (pieces_detail::byte_of(r.q, l) >> shift) & 0xF;
-      v[l] = __fsub_rn(__fmul_rn(dl, pieces_detail::small_int_to_f32<0>(q)), ml);
+      v[l] = __fsub_rn(__fmul_rn(dl, small_int_to_f32<0>(q)), ml);
     }
   }
 };
@@ -272,7 +262,7 @@ struct WeightPiece<DType::Q6_K> {
     for (int l = 0; l < 8; ++l) {
       const uint32_t low = (pieces_detail::byte_of(r.ql, l) >> ql_shift) & 0xF;
       const uint32_t high = (pieces_detail::byte_of(r.qh, l) >> qh_shift) & 3;
-      v[l] = __fmul_rn(ds, pieces_detail::small_int_to_f32<32>(low | (high << 4)));
+      v[l] = __fmul_rn(ds, small_int_to_f32<32>(low | (high << 4)));
     }
   }
 };
