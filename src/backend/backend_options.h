@@ -80,6 +80,9 @@ struct CudaBackendOptions {
   // (cuda/step_graphs.h); off (or PAGODA_CUDA_GRAPHS=0, or profile_ops): every op's
   // kernels are launched as it is called.
   bool graphs = true;
+  // Host threads for a step's host work (each request's sampler, Backend::run_host_tasks),
+  // the calling thread included; 0: the machine's physical cores, at most 8.
+  int host_threads = 0;
 };
 
 // A GPU memory share: in (0, 1].

@@ -7,6 +7,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -23,6 +24,7 @@
 #include "backend/cuda/step_staging.h"
 #include "backend/cuda/view_copy.h"
 #include "core/status.h"
+#include "core/thread_pool.h"
 
 namespace pagoda::backend::cuda {
 
@@ -108,6 +110,15 @@ class CudaBackend final : public Backend {
     return std::exchange(error_, Status{});
   }
   Status health() const override { return usable(); }
+  // A step's samplers on the host pool: drawing from 64 requests' softmax over a large
+  // vocabulary one after another takes longer than the GPU's step.
+  void run_host_tasks(int64_t n, const std::function<void(int64_t)>& task) override {
+    if (n <= 1 || host_pool_ == nullptr || host_pool_->size() <= 1) {
+      for (int64_t i = 0; i < n; ++i) task(i);
+      return;
+    }
+    host_pool_->parallel_for(n, [&](int64_t i, int) { task(i); });
+  }
   const StepGraphs::Counts& graph_counts() const { return graphs_.counts(); }
   std::string step_summary() const override;
 
@@ -210,6 +221,7 @@ class CudaBackend final : public Backend {
   StepGraphs graphs_;  // the step's launches, when graphs_enabled_
   bool graphs_enabled_ = false;
   std::vector<DeviceMemory> weights_;  // one allocation per uploaded weight
+  std::unique_ptr<ThreadPool> host_pool_;  // run_host_tasks' threads
   Context ctx_;
   Status error_;       // first error since the last take_error()
   std::string fault_;  // the sticky fault that broke the context; empty while usable
