@@ -154,7 +154,10 @@ stage_bench() {
   done
   run_logged "$log" "$limit" "$bundle/pagoda" bench --device cuda -m "$dir/llama-1b-f16.gguf" --concurrency 64 \
     --num-requests 64 --prompt-len 512 --gen-len 128 || status=1
-  echo "per-op profile of the same run (op by op, no graphs):" >>"$log"
+  echo "the same, sampled at temperature 0.8 (the samplers on the host):" >>"$log"
+  run_logged "$log" "$limit" "$bundle/pagoda" bench --device cuda -m "$dir/llama-1b-f16.gguf" --concurrency 64 \
+    --num-requests 64 --prompt-len 512 --gen-len 128 --temperature 0.8 || status=1
+  echo "per-op profile of the greedy run (op by op, no graphs):" >>"$log"
   run_logged "$log" "$limit" "$bundle/pagoda" bench --device cuda -m "$dir/llama-1b-f16.gguf" --concurrency 64 \
     --num-requests 64 --prompt-len 512 --gen-len 128 --profile-ops || status=1
   note=$(grep -E "^\| .*(pp|tg)[0-9]+ |of the bandwidth|BF16 GEMMs alone|output: " "$log" |

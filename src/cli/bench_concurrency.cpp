@@ -149,11 +149,14 @@ Expected<std::vector<std::vector<int32_t>>> file_prompts(const ConcurrencyBenchA
   return prompts;
 }
 
-engine::EngineRequest request_of(std::vector<int32_t> prompt, const ConcurrencyBenchArgs& a,
+// Request `index` of the run: greedy by default (the cheapest sampler), else drawing
+// with its own seed so that every run makes the same tokens.
+engine::EngineRequest request_of(std::vector<int32_t> prompt, const ConcurrencyBenchArgs& a, size_t index,
                                  std::shared_ptr<const engine::GrammarConstraint> grammar) {
   engine::EngineRequest request;
   request.prompt = std::move(prompt);
-  request.sampling.temperature = 0.0f;  // greedy: the cheapest sampler, the same every run
+  request.sampling.temperature = a.temperature;
+  if (a.temperature > 0.0f) request.sampling.seed = a.seed + index;
   request.sampling.grammar = std::move(grammar);
   request.stop.max_tokens = a.gen_len;
   // A random prompt has no natural end: every request makes the same number of tokens.
@@ -172,7 +175,7 @@ Expected<double> drive(engine::Engine& engine, const std::vector<std::vector<int
     tracker.wait_in_flight_below(i, static_cast<size_t>(a.concurrency));
     tracker.submitted(i);
     auto sink = std::make_shared<TimingSink>(tracker, i);
-    PAGODA_TRY(engine.add(request_of(prompts[i], a, grammar), sink).status());
+    PAGODA_TRY(engine.add(request_of(prompts[i], a, i, grammar), sink).status());
     if (i == 0 && a.shared_prefix_len > 0) tracker.wait_first_token(0);
   }
   tracker.wait_in_flight_below(prompts.size(), 1);
@@ -256,7 +259,11 @@ void add_concurrency_options(CLI::App& command, ConcurrencyBenchArgs& args) {
                      "what max-running full requests use)");
   command.add_option("--kv-cache-type", args.kv_cache_type, "KV cache type: f16, f32 or q8_0")
       ->capture_default_str();
-  command.add_option("--seed", args.seed, "Seed of the random prompts")->capture_default_str();
+  command.add_option("--seed", args.seed, "Seed of the random prompts (and of request i's draws: seed + i)")
+      ->capture_default_str();
+  command.add_option("--temperature", args.temperature, "Sampling temperature of every request (0: greedy)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0f, 100.0f));
   add_grammar_options(command, args.grammar);
   command.add_option("--prompt-file", args.prompt_files,
                      "A real prompt (repeatable): the file's text as a user message through the "

@@ -40,6 +40,9 @@ struct ConcurrencyBenchArgs {
   uint64_t kv_cache_memory = 0;  // bytes; 0: a share of the available memory
   std::string kv_cache_type = "f16";
   uint64_t seed = 1234;
+  // Sampling temperature of every request; 0: greedy. Request i draws with seed + i, so
+  // runs make the same tokens.
+  float temperature = 0.0f;
   // Every request's output constrained (--grammar-file, --json-schema[-file]): a
   // request then ends early where its grammar is complete.
   GrammarArgs grammar;

@@ -74,6 +74,7 @@ void print_json(const ConcurrencyRun& run, const Latencies& l) {
            {"prompt_len", a.prompt_len},
            {"shared_prefix_len", a.shared_prefix_len},
            {"gen_len", a.gen_len},
+           {"temperature", a.temperature},
            {"max_batched_tokens", a.max_batched_tokens},
            {"max_running", a.max_running},
            {"duration_seconds", run.seconds},
@@ -105,7 +106,12 @@ void print_text(const ConcurrencyRun& run, const Latencies& l) {
   std::printf("requests:    %zu, %d at a time, prompt %d", run.requests.size(), a.concurrency,
               a.prompt_len);
   if (a.shared_prefix_len > 0) std::printf(" after a shared prefix of %d", a.shared_prefix_len);
-  std::printf(" tokens, %d generated each\n", a.gen_len);
+  std::printf(" tokens, %d generated each", a.gen_len);
+  if (a.temperature > 0.0f) {
+    std::printf(", sampled at temperature %g (seeds %llu + i)", static_cast<double>(a.temperature),
+                static_cast<unsigned long long>(a.seed));
+  }
+  std::printf("\n");
   std::printf("engine:      max_batched_tokens %d, max_running %d, %d KV blocks of %d tokens\n",
               a.max_batched_tokens, a.max_running, run.n_kv_blocks, run.block_size);
   std::printf("duration:    %.3f s\n", run.seconds);

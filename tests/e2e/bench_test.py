@@ -120,6 +120,18 @@ def test_generation_reports_its_roofline_and_profile():
     check("outside the ops (engine step, sampling)" in err, f"stderr: {err}")
 
 
+def test_sampled_requests_are_counted_alike():
+    # With a temperature every request draws with its own seed (seed + i) and still makes
+    # gen_len tokens (random prompts: no end of generation).
+    r = report("--concurrency", 3, "--num-requests", 4, "--prompt-len", 12, "--gen-len", 6, "--temperature", 0.8)
+    check_equal(r["temperature"], 0.800000011920929, "temperature (as an f32)")
+    check_equal(r["output_tokens"], 24, "output tokens")
+    check_equal(r["engine"]["decoded_tokens"], 4 * 5, "decoded tokens")
+    status, out, err = bench("--concurrency", 2, "--temperature", -1)
+    check(status != 0, "--temperature -1 was accepted")
+    check("--temperature" in err, f"stderr: {err}")
+
+
 def test_bad_sizes_are_refused():
     status, out, err = bench("--concurrency", 2, "--gen-len", 0)
     check(status != 0, "--gen-len 0 was accepted")
@@ -132,5 +144,6 @@ if __name__ == "__main__":
         test_counts_the_measured_requests_only,
         test_shared_prefix_is_computed_once,
         test_generation_reports_its_roofline_and_profile,
+        test_sampled_requests_are_counted_alike,
         test_bad_sizes_are_refused,
     ])
