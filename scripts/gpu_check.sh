@@ -222,6 +222,27 @@ stage_bisect() {
   note="$verdicts"
 }
 
+# Hardware counters of the decode step's kernels (Nsight Compute, where the machine has
+# it): DRAM throughput against peak, achieved occupancy and the limiters of a layer's
+# kernels at batch 1, op by op (graphs off), on the F16 and Q4_K_M models of the bench
+# stage. The clocks are left as they are (--clock-control none).
+stage_kernels() {
+  local log="$1" limit="$2" dir=/tmp/pagoda-bench-models model ncu_bin status=0
+  ncu_bin=$(command -v ncu || find /opt/nvidia /usr/local/cuda* -name ncu -type f 2>/dev/null | head -n 1)
+  [[ -n "$ncu_bin" ]] || { note="no ncu on this machine"; return 2; }
+  [[ -f "$dir/llama-1b-f16.gguf" && -f "$dir/llama-1b-q4_k_m.gguf" ]] || { note="no bench models"; return 2; }
+  for model in llama-1b-f16 llama-1b-q4_k_m; do
+    # Past the warm-up passes, 14 launches: about two layers of one decoding step.
+    run_logged "$log" "$((limit / 2))" env PAGODA_CUDA_GRAPHS=0 "$ncu_bin" --clock-control none \
+      --kernel-name regex:'matmul_pieces_kernel|attention_kernel|add_rms_norm_kernel|rope_kernel' \
+      --launch-skip 300 --launch-count 14 --section SpeedOfLight --section Occupancy --section LaunchStats \
+      --csv --page details "$bundle/pagoda" bench --device cuda -m "$dir/$model.gguf" -p 0 -n 16 -r 1 ||
+      status=1
+  done
+  note="$(grep -c '"DRAM Throughput"' "$log") kernels measured"
+  return $status
+}
+
 # pagoda serve --device cuda on the bench stage's 1B F16 model, loaded by pagoda
 # bench-serve with 64 clients (512 prompt tokens, 128 generated each).
 stage_serve_bench() {
@@ -282,7 +303,7 @@ stage_pagoda_run() {
 
 # name:timeout_s, in order.
 all_stages=(gpu:20 libraries:10 cuda_backend:150 gpu_models:90 pagoda_run:40 bench:270 engine:120 bisect:120
-  serve_bench:90 serve_e2e:150)
+  kernels:90 serve_bench:90 serve_e2e:150)
 failed_stages=""
 
 main() {
