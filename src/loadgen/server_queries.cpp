@@ -61,18 +61,25 @@ asio::awaitable<Expected<std::string>> fetch_first_model(HttpClient& client,
   co_return data->front()["id"].get<std::string>();
 }
 
+// The field names a server's /tokenize takes: "prompt" + "add_special_tokens" (Pagoda,
+// vLLM) or "content" + "add_special" (llama-server). Pagoda refuses a body with both, so
+// each request sends one set: the first, then the second where the server answers the
+// first with a 4xx; the set that worked is kept for the texts after it.
+enum class TokenizeFields { kUnknown, kPrompt, kContent };
+
+std::string tokenize_body(const std::string& text, TokenizeFields fields) {
+  const Json body = fields == TokenizeFields::kContent
+                        ? Json{{"content", text}, {"add_special", false}}
+                        : Json{{"prompt", text}, {"add_special_tokens", false}};
+  return body.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
 asio::awaitable<Expected<int32_t>> fetch_token_count(HttpClient& client, const std::string& text,
-                                                     std::chrono::milliseconds timeout) {
+                                                     TokenizeFields fields, std::chrono::milliseconds timeout) {
   HttpRequestSpec request;
   request.method = http::verb::post;
   request.target = client.url().target("/tokenize");
-  // "prompt" + "add_special_tokens": Pagoda and vLLM; "content" + "add_special": llama.cpp.
-  request.body = Json{
-      {"prompt", text},
-      {"content", text},
-      {"add_special_tokens", false},
-      {"add_special",
-       false}}.dump(-1, ' ', false, Json::error_handler_t::replace);
+  request.body = tokenize_body(text, fields);
   auto response = co_await client.fetch(request, Clock::now() + timeout);
   if (!response.ok()) co_return response.status();
   auto body = json_body(client.describe(request), *response);
@@ -81,6 +88,23 @@ asio::awaitable<Expected<int32_t>> fetch_token_count(HttpClient& client, const s
   if (tokens == body->end() || !tokens->is_array())
     co_return invalid_argument(client.describe(request) + ": the response has no \"tokens\" array");
   co_return static_cast<int32_t>(tokens->size());
+}
+
+// fetch_token_count with the field names `fields` says, or, while they are unknown,
+// each set in turn (a refusal of the first other than 404 tries the second).
+asio::awaitable<Expected<int32_t>> count_tokens(HttpClient& client, const std::string& text,
+                                                TokenizeFields& fields, std::chrono::milliseconds timeout) {
+  if (fields != TokenizeFields::kUnknown) co_return co_await fetch_token_count(client, text, fields, timeout);
+  auto count = co_await fetch_token_count(client, text, TokenizeFields::kPrompt, timeout);
+  if (count.ok()) {
+    fields = TokenizeFields::kPrompt;
+    co_return count;
+  }
+  if (count.status().code() != ErrorCode::kInvalidArgument) co_return count;
+  auto second = co_await fetch_token_count(client, text, TokenizeFields::kContent, timeout);
+  if (!second.ok()) co_return count;  // the first set's refusal says more
+  fields = TokenizeFields::kContent;
+  co_return second;
 }
 
 }  // namespace
@@ -99,11 +123,12 @@ Expected<std::vector<int32_t>> tokenize_counts(const ServerTarget& server,
   std::vector<int32_t> counts(texts.size(), 0);
   Status first_error;
   size_t next = 0;
+  TokenizeFields fields = TokenizeFields::kUnknown;  // the workers share one io thread
   // `parallel` workers take texts in turn until all are counted or one fails.
   auto worker = [&]() -> asio::awaitable<void> {
     while (next < texts.size() && first_error.ok()) {
       const size_t index = next++;
-      auto count = co_await fetch_token_count(client, texts[index], timeout);
+      auto count = co_await count_tokens(client, texts[index], fields, timeout);
       if (!count.ok()) {
         if (first_error.ok()) first_error = count.status();
         co_return;

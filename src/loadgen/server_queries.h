@@ -1,8 +1,8 @@
 #pragma once
 // Questions asked of the server before a run, each a blocking call: which model it
 // serves (GET /v1/models) and how many tokens texts take (POST /tokenize, which
-// Pagoda, vLLM and llama.cpp's server have, with different bodies; the request
-// carries both spellings).
+// Pagoda, vLLM and llama.cpp's server have, with different field names: the request
+// sends Pagoda's and vLLM's, then llama-server's where those are refused).
 
 #include <chrono>
 #include <cstdint>

@@ -180,17 +180,27 @@ struct FakeOpenAiServer::Session {
     return reply;
   }
 
+  // The word count of the text in the field the server takes; a 400 for a body the
+  // server it stands for refuses.
+  Reply tokenize_reply(const http::request<http::string_body>& request) {
+    ++server.tokenizes_;
+    const Json body = Json::parse(request.body(), nullptr, false);
+    const std::string& field = server.options_.tokenize_field;
+    const bool both = body.is_object() && body.contains("prompt") && body.contains("content");
+    if (!body.is_object() || !body.contains(field) || !body[field].is_string() || (field == "prompt" && both)) {
+      return error_reply(400, "Give the text in '" + field + "' alone.", "invalid_request_error");
+    }
+    const int n = count_words(body[field].get<std::string>());
+    return Reply{200, Json{{"tokens", std::vector<int>(static_cast<size_t>(n), 7)}, {"count", n}}};
+  }
+
   Reply reply_to(const http::request<http::string_body>& request) {
     const std::string target(request.target());
     if (target == "/v1/models")
       return Reply{
           200, Json{{"object", "list"},
                     {"data", Json::array({{{"id", server.options_.model}, {"object", "model"}}})}}};
-    if (target == "/tokenize" && server.options_.has_tokenize) {
-      const int n = count_words(Json::parse(request.body())["prompt"].get<std::string>());
-      return Reply{200,
-                   Json{{"tokens", std::vector<int>(static_cast<size_t>(n), 7)}, {"count", n}}};
-    }
+    if (target == "/tokenize" && server.options_.has_tokenize) return tokenize_reply(request);
     if (target == "/v1/completions" || target == "/v1/chat/completions")
       return completion_reply(request, target == "/v1/chat/completions");
     return error_reply(404, "no route " + target, "not_found_error");

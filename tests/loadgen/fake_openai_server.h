@@ -22,6 +22,9 @@ struct FakeServerOptions {
   std::chrono::milliseconds token_delay{5};         // between later tokens
   bool send_usage = true;            // a usage chunk when stream_options.include_usage
   bool has_tokenize = true;          // POST /tokenize counts words; else 404
+  // /tokenize's text field: "prompt" (Pagoda, vLLM: a body with "content" too is a 400,
+  // as Pagoda answers it) or "content" (llama-server: a body without it is a 400).
+  std::string tokenize_field = "prompt";
   int fail_every = 0;                // every n-th completion request gets a 503 (0: none)
   std::string api_key;               // required as a Bearer token when not empty
   bool drop_after_response = false;  // close each connection after its response, unannounced
@@ -40,6 +43,7 @@ class FakeOpenAiServer {
 
   int connections_accepted() const { return connections_.load(); }
   int completion_requests() const { return completions_.load(); }
+  int tokenize_requests() const { return tokenizes_.load(); }
   int peak_streams() const { return peak_streams_.load(); }  // most generating at once
   std::vector<std::string> completion_bodies() const;        // as received, in order
 
@@ -51,7 +55,7 @@ class FakeOpenAiServer {
   boost::asio::ip::tcp::acceptor acceptor_;
   uint16_t port_ = 0;
   std::thread thread_;
-  std::atomic<int> connections_{0}, completions_{0}, streams_{0}, peak_streams_{0};
+  std::atomic<int> connections_{0}, completions_{0}, tokenizes_{0}, streams_{0}, peak_streams_{0};
   mutable std::mutex mutex_;
   std::vector<std::string> bodies_;
 };

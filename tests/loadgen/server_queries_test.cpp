@@ -57,6 +57,20 @@ TEST(ServerQueries, TokenizeCountsInOrder) {
   EXPECT_EQ(*many, std::vector<int32_t>(40, 2));
 }
 
+// Pagoda refuses a /tokenize body with both "prompt" and "content"; llama-server reads
+// "content" only. One request a text, after the first text's second try.
+TEST(ServerQueries, TokenizeUsesTheFieldNamesTheServerTakes) {
+  for (const std::string field : {"prompt", "content"}) {
+    FakeServerOptions options;
+    options.tokenize_field = field;
+    FakeOpenAiServer server(options);
+    auto counts = tokenize_counts(target_of(server), {"a b c", "one", "x y", "p q r s"}, 5s, 1);
+    ASSERT_TRUE(counts.ok()) << field << ": " << counts.status().message();
+    EXPECT_EQ(*counts, (std::vector<int32_t>{3, 1, 2, 4})) << field;
+    EXPECT_EQ(server.tokenize_requests(), field == "prompt" ? 4 : 5) << field;
+  }
+}
+
 TEST(ServerQueries, MissingTokenizeIsNotFound) {
   FakeServerOptions options;
   options.has_tokenize = false;
