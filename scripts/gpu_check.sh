@@ -225,7 +225,8 @@ stage_bisect() {
 # Hardware counters of the decode step's kernels (Nsight Compute, where the machine has
 # it): DRAM throughput against peak, achieved occupancy and the limiters of a layer's
 # kernels at batch 1, op by op (graphs off), on the F16 and Q4_K_M models of the bench
-# stage. The clocks are left as they are (--clock-control none).
+# stage, then decoding attention at 64 requests. The clocks are left as they are
+# (--clock-control none).
 stage_kernels() {
   local log="$1" limit="$2" dir=/tmp/pagoda-bench-models model ncu_bin status=0
   ncu_bin=$(command -v ncu || find /opt/nvidia /usr/local/cuda* -name ncu -type f 2>/dev/null | head -n 1)
@@ -239,6 +240,13 @@ stage_kernels() {
       --csv --page details "$bundle/pagoda" bench --device cuda -m "$dir/$model.gguf" -p 0 -n 16 -r 1 ||
       status=1
   done
+  # Decoding attention of 64 requests, past the warm-up's and the run's prompt steps (about
+  # 4300 launches of the two kernels): its kernel and the merge.
+  run_logged "$log" "$((limit / 3))" env PAGODA_CUDA_GRAPHS=0 "$ncu_bin" --clock-control none \
+    --kernel-name regex:'attention_kernel|merge_splits_kernel' --launch-skip 4600 --launch-count 4 \
+    --section SpeedOfLight --section Occupancy --section LaunchStats --csv --page details \
+    "$bundle/pagoda" bench --device cuda -m "$dir/llama-1b-f16.gguf" --concurrency 64 --num-requests 64 \
+    --prompt-len 512 --gen-len 32 || status=1
   note="$(grep -c '"DRAM Throughput"' "$log") kernels measured"
   return $status
 }

@@ -216,9 +216,11 @@ void CudaBackend::attention(const TensorView& q, const TensorView& k, const Tens
       .add(b.block_size)
       .add(b.max_n_query)
       .add(cuda::attention_splits(b));
+  // The profile keeps steps with prompt rows apart: their attention is another kernel
+  // shape (row groups) and another cost.
   run_op(
       key, [=, this] { return cuda::attention(ctx_, q, k, v, views, b, scale, out); },
-      [] { return std::string("attention"); });
+      [prompt = b.max_n_query > 1] { return std::string(prompt ? "attention, steps with prompt rows" : "attention"); });
 }
 
 }  // namespace pagoda::backend::cuda
