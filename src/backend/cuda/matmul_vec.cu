@@ -1,7 +1,7 @@
 // y = x W^T for a few tokens (n <= kVecMaxTokens): the decode step's matmuls, bound by
 // how fast the weights stream from device memory. A block of kThreads threads takes
 // kRows weight rows; thread i reads pieces i, i + kThreads, ... of each (8 consecutive
-// values, quant_pieces.cuh), so that a warp's weight loads and its activation loads each
+// values, quant_pieces.cuh and quant_pieces_k.cuh), so that a warp's weight loads and its activation loads each
 // cover contiguous bytes, and multiplies them with the same 8 activations of each token,
 // read once for the kRows rows. Each thread keeps two pieces of every row in flight (one
 // for Q6_K): a piece's slot is loaded with the piece two ahead as soon as it is decoded. A thread's sums go across its warp by shuffles and across the
@@ -21,7 +21,7 @@
 #include <string>
 
 #include "backend/cuda/launch_order.cuh"
-#include "backend/cuda/quant_pieces.cuh"
+#include "backend/cuda/quant_pieces_k.cuh"
 #include "backend/cuda/weight_kernels.h"
 
 namespace pagoda::backend::cuda::weights {

@@ -1,6 +1,7 @@
 #pragma once
 // Weight rows read as pieces of 8 consecutive values for the few-token matmul
-// (matmul_vec.cu): piece p holds values [8p, 8p + 8) of its row. Consecutive threads take
+// (matmul_vec.cu): piece p holds values [8p, 8p + 8) of its row. This file: the plain
+// types and the 32-value block formats; quant_pieces_k.cuh the 256-value ones. Consecutive threads take
 // consecutive pieces, so a warp's loads of weights and of activations cover contiguous
 // bytes. Each format's WeightPiece<T> reads its piece's bytes (load: the raw bits into
 // registers, issued ahead of their use) and turns them into values (decode) with the
@@ -10,7 +11,7 @@
 // kAlign: the alignment (bytes) the loads need of a row's start and of its stride: 16
 // where a piece is read with one vector load (the plain types; Q4_K, whose 144-byte
 // blocks keep a 16-byte aligned row aligned), 2 for the rest (16-bit loads). Formats
-// without a WeightPiece (kSupported false) go through the staged kernel.
+// without a WeightPiece (kSupported false: Q2_K, Q3_K) go through the staged kernel.
 
 #include <cuda_fp16.h>
 
@@ -181,88 +182,89 @@ struct WeightPiece<DType::Q4_1> {
   }
 };
 
-// Q4_K: piece p is quarter p % 4 of sub-block (p / 4) % 8 of block p / 32. The block's
-// first 16 bytes (d, dmin, the 12 packed scales) come in one load, its 8 bytes of
-// nibbles in another.
+// Q5_0 and Q5_1: Q4_0 / Q4_1 with a fifth bit: bit i of the block's 32-bit qh is the
+// fifth bit of value i (quarter k holds values 8k .. 8k + 7).
 template <>
-struct WeightPiece<DType::Q4_K> {
-  using Block = quant::BlockQ4_K;
-  static_assert(sizeof(Block) % 16 == 0 && offsetof(Block, qs) == 16, "Q4_K: a 16-byte head, 16-byte blocks");
+struct WeightPiece<DType::Q5_0> {
+  using Block = quant::BlockQ5_0;
   static constexpr bool kSupported = true;
-  static constexpr int kAlign = 16;
+  static constexpr int kAlign = 2;
   struct Raw {
-    uint4 head;
+    uint32_t d, qh;
     uint2 q;
-    int sub;
+    int quarter;
   };
   __device__ static void load(const uint8_t* row, int64_t p, Raw& r) {
-    const uint8_t* block = row + (p >> 5) * static_cast<int64_t>(sizeof(Block));
-    r.sub = static_cast<int>((p >> 2) & 7);
-    r.head = __ldg(reinterpret_cast<const uint4*>(block));
-    r.q = __ldg(reinterpret_cast<const uint2*>(block + offsetof(Block, qs) + 32 * (r.sub / 2) + 8 * (p & 3)));
-  }
-  // Byte i of the 12 packed scales (bytes 4..15 of the head).
-  __device__ static uint32_t scale_byte(const uint4& head, int i) {
-    const int b = 4 + i;
-    const uint32_t word = b < 8 ? head.y : (b < 12 ? head.z : head.w);
-    return (word >> (8 * (b & 3))) & 0xFFu;
+    const uint8_t* block = row + (p >> 2) * static_cast<int64_t>(sizeof(Block));
+    r.quarter = static_cast<int>(p & 3);
+    r.d = pieces_detail::ldg_u16(block + offsetof(Block, d));
+    r.qh = pieces_detail::ldg_u16(block + offsetof(Block, qh)) | (pieces_detail::ldg_u16(block + offsetof(Block, qh) + 2) << 16);
+    r.q = pieces_detail::ldg_8_bytes(block + offsetof(Block, qs) + 8 * (r.quarter % 2));
   }
   __device__ static void decode(const Raw& r, float (&v)[kPieceValues]) {
-    const float d = pieces_detail::half_bits_to_f32(r.head.x);
-    const float dmin = pieces_detail::half_bits_to_f32(r.head.x >> 16);
-    const int j = r.sub;
-    int scale, min;  // blocks_detail::k4_scale_min on the head's bytes
-    if (j < 4) {
-      scale = static_cast<int>(scale_byte(r.head, j) & 63);
-      min = static_cast<int>(scale_byte(r.head, j + 4) & 63);
-    } else {
-      scale = static_cast<int>((scale_byte(r.head, j + 4) & 0xF) | ((scale_byte(r.head, j - 4) >> 6) << 4));
-      min = static_cast<int>((scale_byte(r.head, j + 4) >> 4) | ((scale_byte(r.head, j) >> 6) << 4));
-    }
-    const float dl = __fmul_rn(d, static_cast<float>(scale));
-    const float ml = __fmul_rn(dmin, static_cast<float>(min));
-    const int shift = 4 * (j % 2);
+    const float d = pieces_detail::half_bits_to_f32(r.d);
+    const int shift = 4 * (r.quarter / 2);
 #pragma unroll
     for (int l = 0; l < 8; ++l) {
-      const uint32_t q = (pieces_detail::byte_of(r.q, l) >> shift) & 0xF;
-      v[l] = __fsub_rn(__fmul_rn(dl, small_int_to_f32<0>(q)), ml);
+      const uint32_t q = ((pieces_detail::byte_of(r.q, l) >> shift) & 0xF) | (((r.qh >> (8 * r.quarter + l)) & 1u) << 4);
+      v[l] = __fmul_rn(small_int_to_f32<16>(q), d);
     }
   }
 };
 
-// Q6_K: piece p is quarter p % 4 of sub-block s = (p / 4) % 8 of block p / 32; the
-// sub-block is values [32 k, 32 k + 32) of half s / 4 (k = s % 4): low bits from ql,
-// two high bits from qh, one int8 scale per 16 values.
 template <>
-struct WeightPiece<DType::Q6_K> {
-  using Block = quant::BlockQ6_K;
+struct WeightPiece<DType::Q5_1> {
+  using Block = quant::BlockQ5_1;
   static constexpr bool kSupported = true;
   static constexpr int kAlign = 2;
   struct Raw {
-    uint2 ql, qh;
-    uint32_t d, scale;
-    int sub;
+    uint32_t d, m, qh;
+    uint2 q;
+    int quarter;
   };
   __device__ static void load(const uint8_t* row, int64_t p, Raw& r) {
-    const uint8_t* block = row + (p >> 5) * static_cast<int64_t>(sizeof(Block));
-    r.sub = static_cast<int>((p >> 2) & 7);
-    const int half = r.sub / 4, k = r.sub % 4, quarter = static_cast<int>(p & 3);
-    r.ql = pieces_detail::ldg_8_bytes(block + offsetof(Block, ql) + 64 * half + 32 * (k % 2) + 8 * quarter);
-    r.qh = pieces_detail::ldg_8_bytes(block + offsetof(Block, qh) + 32 * half + 8 * quarter);
-    // scales[8 half + 2 k + quarter / 2]: from the 16-bit word at the even offset below it.
-    r.scale = pieces_detail::ldg_u16(block + offsetof(Block, scales) + 8 * half + 2 * k) >> (8 * (quarter / 2));
+    const uint8_t* block = row + (p >> 2) * static_cast<int64_t>(sizeof(Block));
+    r.quarter = static_cast<int>(p & 3);
     r.d = pieces_detail::ldg_u16(block + offsetof(Block, d));
+    r.m = pieces_detail::ldg_u16(block + offsetof(Block, m));
+    r.qh = pieces_detail::ldg_u16(block + offsetof(Block, qh)) | (pieces_detail::ldg_u16(block + offsetof(Block, qh) + 2) << 16);
+    r.q = pieces_detail::ldg_8_bytes(block + offsetof(Block, qs) + 8 * (r.quarter % 2));
   }
   __device__ static void decode(const Raw& r, float (&v)[kPieceValues]) {
-    const int k = r.sub % 4;
-    const int ql_shift = 4 * (k / 2), qh_shift = 2 * k;
     const float d = pieces_detail::half_bits_to_f32(r.d);
-    const float ds = __fmul_rn(d, static_cast<float>(blocks_detail::as_int8(r.scale & 0xFFu)));
+    const float m = pieces_detail::half_bits_to_f32(r.m);
+    const int shift = 4 * (r.quarter / 2);
 #pragma unroll
     for (int l = 0; l < 8; ++l) {
-      const uint32_t low = (pieces_detail::byte_of(r.ql, l) >> ql_shift) & 0xF;
-      const uint32_t high = (pieces_detail::byte_of(r.qh, l) >> qh_shift) & 3;
-      v[l] = __fmul_rn(ds, small_int_to_f32<32>(low | (high << 4)));
+      const uint32_t q = ((pieces_detail::byte_of(r.q, l) >> shift) & 0xF) | (((r.qh >> (8 * r.quarter + l)) & 1u) << 4);
+      v[l] = __fadd_rn(__fmul_rn(small_int_to_f32<0>(q), d), m);
+    }
+  }
+};
+
+// IQ4_NL: Q4_0's layout; value = d * codebook[index] (blocks_detail::iq4_value).
+template <>
+struct WeightPiece<DType::IQ4_NL> {
+  using Block = quant::BlockIQ4_NL;
+  static constexpr bool kSupported = true;
+  static constexpr int kAlign = 2;
+  struct Raw {
+    uint32_t d;
+    uint2 q;
+    int shift;
+  };
+  __device__ static void load(const uint8_t* row, int64_t p, Raw& r) {
+    const uint8_t* block = row + (p >> 2) * static_cast<int64_t>(sizeof(Block));
+    const int k = static_cast<int>(p & 3);
+    r.d = pieces_detail::ldg_u16(block + offsetof(Block, d));
+    r.q = pieces_detail::ldg_8_bytes(block + offsetof(Block, qs) + 8 * (k % 2));
+    r.shift = 4 * (k / 2);
+  }
+  __device__ static void decode(const Raw& r, float (&v)[kPieceValues]) {
+    const float d = pieces_detail::half_bits_to_f32(r.d);
+#pragma unroll
+    for (int l = 0; l < 8; ++l) {
+      v[l] = __fmul_rn(d, blocks_detail::iq4_value((pieces_detail::byte_of(r.q, l) >> r.shift) & 0xF));
     }
   }
 };
