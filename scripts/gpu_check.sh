@@ -116,7 +116,7 @@ stage_engine() {
 }
 
 # Random-weight models of given shapes (pagoda mkmodel, on this machine's cores), timed
-# with pagoda bench on the GPU: a 1B Llama (F16, Q4_K_M) and the default model's shape
+# with pagoda bench on the GPU: a 1B Llama (F16, Q8_0, Q4_K_M, Q5_K_M) and the default model's shape
 # (SmolLM2-135M, Q4_1); then one decode run of the Q4_K_M model with per-op timings.
 stage_bench() {
   local log="$1" limit="$2" dir=/tmp/pagoda-bench-models status=0
@@ -127,9 +127,10 @@ stage_bench() {
   run_logged "$log" "$limit" "$bundle/pagoda" mkmodel -o "$dir/llama-1b-f16.gguf" "${llama_1b[@]}" --type f16 || return 1
   run_logged "$log" "$limit" "$bundle/pagoda" mkmodel -o "$dir/llama-1b-q4_k_m.gguf" "${llama_1b[@]}" --type q4_K_M || return 1
   run_logged "$log" "$limit" "$bundle/pagoda" mkmodel -o "$dir/llama-1b-q8_0.gguf" "${llama_1b[@]}" --type q8_0 || return 1
+  run_logged "$log" "$limit" "$bundle/pagoda" mkmodel -o "$dir/llama-1b-q5_k_m.gguf" "${llama_1b[@]}" --type q5_K_M || return 1
   run_logged "$log" "$limit" "$bundle/pagoda" mkmodel -o "$dir/smollm2-shape-q4_1.gguf" "${smollm2[@]}" --type q4_1 || return 1
   local model
-  for model in llama-1b-f16 llama-1b-q8_0 llama-1b-q4_k_m smollm2-shape-q4_1; do
+  for model in llama-1b-f16 llama-1b-q8_0 llama-1b-q4_k_m llama-1b-q5_k_m smollm2-shape-q4_1; do
     run_logged "$log" "$limit" "$bundle/pagoda" bench --device cuda -m "$dir/$model.gguf" -p 512 -n 128 -r 3 || status=1
   done
   # The decode path's parts side by side, one left out at a time: the staged and the
