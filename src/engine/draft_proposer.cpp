@@ -63,11 +63,14 @@ Expected<Sampler> make_draft_sampler(const Request& request, int32_t n_vocab) {
 
 }  // namespace
 
-Status DraftProposer::choose(Request& request, size_t index, std::span<const float> logits) {
+Status DraftProposer::choose(Request& request, size_t index, const StepLogits& step, int32_t row) {
   if (request.sampling.greedy()) {
-    request.draft_tokens[index] = static_cast<int32_t>(argmax_logit(logits));
+    // A row without a finite logit proposes token 0 (argmax_logit's answer for it): the
+    // target's verification decides.
+    request.draft_tokens[index] = std::max(step.greedy_token(row), 0);
     return {};
   }
+  const std::span<const float> logits = step.row(row);
   const size_t n_vocab = logits.size();
   if (!request.draft_sampler) {
     PAGODA_ASSIGN_OR_RETURN(Sampler sampler, make_draft_sampler(request, static_cast<int32_t>(n_vocab)));
@@ -116,6 +119,7 @@ Status DraftProposer::propose(SchedulerOutput& plan, Scheduler& scheduler, const
     }
     sequence.n_tokens = end - start;
     sequence.samples = true;
+    sequence.argmax_only = request->sampling.greedy();
     sequences_.push_back(sequence);
     budget -= sequence.n_tokens;
     request->draft_computed_tokens = end;
@@ -131,9 +135,7 @@ Status DraftProposer::propose(SchedulerOutput& plan, Scheduler& scheduler, const
   if (first_pass_tokens >= 4 * static_cast<int64_t>(sequences_.size())) {
     average_in(catch_up_seconds_per_token_, seconds_since(first_pass_start) / static_cast<double>(first_pass_tokens));
   }
-  for (size_t i = 0; i < proposing_.size(); ++i) {
-    PAGODA_TRY(choose(*proposing_[i], 0, logits.row(static_cast<int32_t>(i))));
-  }
+  for (size_t i = 0; i < proposing_.size(); ++i) PAGODA_TRY(choose(*proposing_[i], 0, logits, static_cast<int32_t>(i)));
   // Pass j runs proposal j - 1 (at position num_tokens + j - 1) for proposal j.
   for (size_t j = 1;; ++j) {
     sequences_.clear();
@@ -143,6 +145,7 @@ Status DraftProposer::propose(SchedulerOutput& plan, Scheduler& scheduler, const
       sequence.first_position = request->num_tokens() + static_cast<int32_t>(j) - 1;
       sequence.n_tokens = 1;
       sequence.samples = true;
+      sequence.argmax_only = request->sampling.greedy();
       sequence.tokens = request->tokens;
       sequence.draft_tokens = std::span<const int32_t>(request->draft_tokens).first(j);
       sequence.block_table = kv.block_table(request->id);
@@ -157,7 +160,7 @@ Status DraftProposer::propose(SchedulerOutput& plan, Scheduler& scheduler, const
     int32_t row = 0;
     for (Request* request : proposing_) {
       if (request->draft_tokens.size() <= j) continue;
-      PAGODA_TRY(choose(*request, j, logits.row(row++)));
+      PAGODA_TRY(choose(*request, j, logits, row++));
     }
   }
   return {};

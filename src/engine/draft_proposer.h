@@ -64,8 +64,10 @@ class DraftProposer {
 
  private:
   DraftProposer(std::unique_ptr<backend::KvStorage> storage, ModelRunner runner);
-  // Proposal `index` of `request` from the draft's next-token logits ([n_vocab]).
-  Status choose(Request& request, size_t index, std::span<const float> logits);
+  // Proposal `index` of `request` from row `row` of a draft pass: its greedy token (a
+  // greedy request's rows run argmax_only: their logits stay where they are) or a draw
+  // from its logits.
+  Status choose(Request& request, size_t index, const StepLogits& logits, int32_t row);
 
   std::unique_ptr<backend::KvStorage> storage_;
   ModelRunner runner_;
