@@ -21,8 +21,8 @@
 #include <string>
 
 #include "backend/cuda/launch_order.cuh"
+#include "backend/cuda/matmul_vec_targets.cuh"
 #include "backend/cuda/quant_pieces_k.cuh"
-#include "backend/cuda/weight_kernels.h"
 
 namespace pagoda::backend::cuda::weights {
 namespace {
@@ -32,17 +32,8 @@ constexpr int kThreads = 128;
 constexpr int kWarps = kThreads / kWarpSize;
 constexpr int kRows = 4;  // weight rows per block: each activation load serves kRows rows
 
-struct Target {
-  const uint8_t* w = nullptr;  // row 0
-  int64_t row_stride = 0;      // bytes
-  float* y = nullptr;          // [n_tokens][rows], rows y_stride floats apart
-  int64_t first_item = 0;      // its row 0 is work item first_item of the launch
-};
-
 struct Args {
-  Target t0, t1, t2;       // t1, t2 unused with fewer targets; SwiGLU: t0 gate (and out), t1 up
-  int n_targets = 1;
-  int64_t n_items = 0;     // rows of all targets; SwiGLU: rows of gate
+  VecTargets targets;
   int64_t n_pieces = 0;    // pieces of 8 values per row
   const float* x = nullptr;  // [n_tokens][n_in], rows x_stride floats apart, 16-byte aligned
   int64_t x_stride = 0;
@@ -57,16 +48,14 @@ __device__ __forceinline__ bool row_of(const Args& a, int64_t group, int r, cons
                                        int64_t& index) {
   constexpr int kItems = kSwiGlu ? kRows / 2 : kRows;
   const int64_t item = group * kItems + (kSwiGlu ? r / 2 : r);
-  if (item >= a.n_items) return false;
-  Target t;
+  if (item >= a.targets.n_items) return false;
+  VecTarget t;
   if constexpr (kSwiGlu) {
-    t = r % 2 == 0 ? a.t0 : a.t1;
+    t = r % 2 == 0 ? a.targets.t0 : a.targets.t1;
+    index = item;
   } else {
-    t = a.t0;
-    if (a.n_targets > 1 && item >= a.t1.first_item) t = a.t1;
-    if (a.n_targets > 2 && item >= a.t2.first_item) t = a.t2;
+    locate(a.targets, item, t, index);
   }
-  index = item - t.first_item;
   row = t.w + index * t.row_stride;
   y = t.y;
   return true;
@@ -133,11 +122,6 @@ __device__ __forceinline__ void multiply_piece(const Args& a, int64_t p, int64_t
 // enough registers that a second would cost more warps than it brings bytes.
 template <DType T>
 constexpr int kPiecesInFlight = T == DType::Q6_K ? 1 : 2;
-
-// The activation of the silu_mul op (elementwise.cu), operation for operation.
-__device__ __forceinline__ float silu_times(float gate, float up) {
-  return __fmul_rn(__fdiv_rn(gate, __fadd_rn(1.0f, expf(-gate))), up);
-}
 
 // kTokens: the most tokens the instance takes (1, or kVecMaxTokens): one token needs
 // fewer registers, so more blocks fit on a multiprocessor.
@@ -249,15 +233,6 @@ bool takes(const TensorView& x, std::span<const MatmulTarget> targets) {
   return true;
 }
 
-Target make_target(const TensorView& w, const TensorView& y, int64_t first_item) {
-  Target t;
-  t.w = static_cast<const uint8_t*>(w.data);
-  t.row_stride = static_cast<int64_t>(w.nb[1]);
-  t.y = static_cast<float*>(y.data);
-  t.first_item = first_item;
-  return t;
-}
-
 Args common_args(const TensorView& x, const TensorView& w, const TensorView& y) {
   Args a;
   a.n_pieces = w.ne[0] / kPieceValues;
@@ -270,29 +245,19 @@ Args common_args(const TensorView& x, const TensorView& w, const TensorView& y) 
 
 template <DType T, bool kSwiGlu>
 Status launch(const Context& ctx, const Args& a) {
-  if (a.n_items == 0 || a.n_tokens == 0) return {};
+  if (a.targets.n_items == 0 || a.n_tokens == 0) return {};
   constexpr int64_t kItems = kSwiGlu ? kRows / 2 : kRows;
-  cudaLaunchConfig_t config{};
-  config.gridDim = dim3(static_cast<unsigned>((a.n_items + kItems - 1) / kItems));
-  config.blockDim = dim3(kThreads);
-  config.stream = ctx.stream;
-  cudaLaunchAttribute early_start{};
-  early_start.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  early_start.val.programmaticStreamSerializationAllowed = 1;
-  config.attrs = &early_start;
-  config.numAttrs = ctx.programmatic_launch ? 1 : 0;
-  cudaError_t launched;
+  const dim3 grid(static_cast<unsigned>((a.targets.n_items + kItems - 1) / kItems));
   if constexpr (kSwiGlu) {
-    launched = cudaLaunchKernelEx(&config, matmul_pieces_kernel<T, true, 1>, a);
+    return launch_early_start(ctx, grid, dim3(kThreads), matmul_pieces_kernel<T, true, 1>, a,
+                              "matmul (SwiGLU piece kernel)");
   } else {
-    launched = a.n_tokens == 1 ? cudaLaunchKernelEx(&config, matmul_pieces_kernel<T, false, 1>, a)
-                               : cudaLaunchKernelEx(&config, matmul_pieces_kernel<T, false, kVecMaxTokens>, a);
+    return a.n_tokens == 1
+               ? launch_early_start(ctx, grid, dim3(kThreads), matmul_pieces_kernel<T, false, 1>, a,
+                                    "matmul (piece kernel)")
+               : launch_early_start(ctx, grid, dim3(kThreads), matmul_pieces_kernel<T, false, kVecMaxTokens>, a,
+                                    "matmul (piece kernel)");
   }
-  if (launched != cudaSuccess) {
-    cudaGetLastError();
-    return internal_error(std::string("matmul (piece kernel): cudaLaunchKernelEx: ") + cudaGetErrorString(launched));
-  }
-  return launch_status(kSwiGlu ? "matmul (SwiGLU piece kernel)" : "matmul (piece kernel)");
 }
 
 using Launcher = Status (*)(const Context&, const Args&);
@@ -330,16 +295,11 @@ Status matmul_vec(const Context& ctx, const TensorView& x, std::span<const Matmu
       return internal_error("matmul_vec: the weights of one launch need one type, one row length and one y stride");
     }
   }
+  const VecTargets gathered = vec_targets(targets);
   const Launcher launcher = launcher_for<false>(ctx, x, targets);
-  if (launcher == nullptr) return matmul_vec_staged(ctx, x, targets);
+  if (launcher == nullptr) return matmul_vec_staged(ctx, x, w0, targets[0].y, gathered, /*swiglu=*/false);
   Args a = common_args(x, w0, targets[0].y);
-  Target* slots[] = {&a.t0, &a.t1, &a.t2};
-  a.n_targets = 0;
-  for (const MatmulTarget& t : targets) {
-    if (t.w.ne[1] == 0) continue;  // no rows: nothing to write
-    *slots[a.n_targets++] = make_target(t.w, t.y, a.n_items);
-    a.n_items += t.w.ne[1];
-  }
+  a.targets = gathered;
   return launcher(ctx, a);
 }
 
@@ -353,13 +313,11 @@ Status matmul_vec_swiglu(const Context& ctx, const TensorView& x, const TensorVi
   }
   if (w_gate.ne[1] == 0) return {};
   const MatmulTarget pair[] = {{w_gate, out}, {w_up, out}};
+  const VecTargets gathered = swiglu_targets(w_gate, w_up, out);
   const Launcher launcher = launcher_for<true>(ctx, x, pair);
-  if (launcher == nullptr) return matmul_vec_swiglu_staged(ctx, x, w_gate, w_up, out);
+  if (launcher == nullptr) return matmul_vec_staged(ctx, x, w_gate, out, gathered, /*swiglu=*/true);
   Args a = common_args(x, w_gate, out);
-  a.t0 = make_target(w_gate, out, 0);
-  a.t1 = make_target(w_up, out, 0);
-  a.n_targets = 2;
-  a.n_items = w_gate.ne[1];
+  a.targets = gathered;
   return launcher(ctx, a);
 }
 

@@ -23,11 +23,11 @@
 #include <algorithm>
 #include <string>
 
-#include "backend/cuda/launch_order.cuh"
-#include "backend/cuda/matmul_vec_tiling.h"
 #include "backend/cuda/chunk_dot.cuh"
+#include "backend/cuda/launch_order.cuh"
+#include "backend/cuda/matmul_vec_targets.cuh"
+#include "backend/cuda/matmul_vec_tiling.h"
 #include "backend/cuda/quant_blocks.cuh"
-#include "backend/cuda/weight_kernels.h"
 
 namespace pagoda::backend::cuda::weights {
 namespace {
@@ -48,19 +48,8 @@ struct Tiling {
   static constexpr int kSharedBytes = kGeometry.shared_bytes;
 };
 
-// One weight matrix of the launch.
-struct Target {
-  const uint8_t* w = nullptr;  // row 0
-  int64_t row_stride = 0;      // bytes
-  const uint8_t* end = nullptr;  // one past the last byte of the last row: no load reaches past it
-  float* y = nullptr;          // [n_tokens][rows], rows y_stride floats apart
-  int64_t first_item = 0;      // its row 0 is work item first_item of the launch
-};
-
 struct Args {
-  Target t0, t1, t2;      // t1, t2 unused with fewer targets; SwiGLU: t0 gate (and out), t1 up
-  int n_targets = 1;
-  int64_t n_items = 0;    // rows of all targets; SwiGLU: rows of gate
+  VecTargets targets;
   int64_t row_bytes = 0;  // bytes of one row's values
   int64_t n_in = 0;
   int64_t n_chunks = 0;   // chunks of 32 values per row (the last may be partial: plain types)
@@ -71,19 +60,6 @@ struct Args {
   int n_tokens = 0;       // 1..kVecMaxTokens
   bool x_aligned = false; // x and x_stride * 4 are multiples of 16 bytes: float4 loads
 };
-
-__device__ __forceinline__ Target target_at(const Args& a, int k) {
-  return k == 0 ? a.t0 : (k == 1 ? a.t1 : a.t2);
-}
-
-// The target and row of work item `item` (plain products).
-__device__ __forceinline__ void locate(const Args& a, int64_t item, Target& t, int64_t& row) {
-  int k = 0;
-  if (a.n_targets > 1 && item >= a.t1.first_item) k = 1;
-  if (a.n_targets > 2 && item >= a.t2.first_item) k = 2;
-  t = target_at(a, k);
-  row = item - t.first_item;
-}
 
 // The 16 bytes at p, of which only those in [lo, hi) are read (the others are zero): the
 // segments at either end of a weight matrix, which may start before it or end after it.
@@ -167,11 +143,6 @@ __device__ __forceinline__ float warp_sums(float (&acc)[kTokens], int n_tokens, 
   return mine;
 }
 
-// The activation of the silu_mul op (elementwise.cu), operation for operation.
-__device__ __forceinline__ float silu_times(float gate, float up) {
-  return __fmul_rn(__fdiv_rn(gate, __fadd_rn(1.0f, expf(-gate))), up);
-}
-
 // Work item `item`, part `part` (SwiGLU: 0 gate, 1 up): its weight row and the bounds
 // of its matrix.
 struct RowSource {
@@ -182,13 +153,13 @@ struct RowSource {
 
 template <bool kSwiGlu>
 __device__ __forceinline__ RowSource row_source(const Args& a, int64_t item, int part) {
-  Target t;
+  VecTarget t;
   int64_t row;
   if constexpr (kSwiGlu) {
-    t = part == 0 ? a.t0 : a.t1;
+    t = part == 0 ? a.targets.t0 : a.targets.t1;
     row = item;
   } else {
-    locate(a, item, t, row);
+    locate(a.targets, item, t, row);
   }
   return {t.w + row * t.row_stride, t.w, t.end};
 }
@@ -204,7 +175,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock * kWarpSize) matmul_vec_kernel(
   const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
   const int64_t n_warps = static_cast<int64_t>(gridDim.x) * kWarpsPerBlock;
   int64_t item = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + warp;
-  if (item >= a.n_items) return;  // whole warps leave together: the shuffles see full warps
+  if (item >= a.targets.n_items) return;  // whole warps leave together: the shuffles see full warps
   uint8_t* tile_bytes = shared[warp];
 
   allow_next_kernel();
@@ -241,7 +212,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock * kWarpSize) matmul_vec_kernel(
         next_item += n_warps;
       }
     }
-    const bool more = next_item < a.n_items;
+    const bool more = next_item < a.targets.n_items;
     if (more) {
       const RowSource src = row_source<kSwiGlu>(a, next_item, next_part);
       load_tile(vec_tile_span(Tile::kGeometry, reinterpret_cast<uintptr_t>(src.row), a.row_bytes, next_tile), src.lo,
@@ -257,12 +228,12 @@ __global__ void __launch_bounds__(kWarpsPerBlock * kWarpSize) matmul_vec_kernel(
       if constexpr (kSwiGlu) {
         const float gate = warp_sums(acc[0], a.n_tokens, lane);
         const float up = warp_sums(acc[kParts - 1], a.n_tokens, lane);
-        if (lane < a.n_tokens) a.t0.y[lane * a.y_stride + item] = silu_times(gate, up);
+        if (lane < a.n_tokens) a.targets.t0.y[lane * a.y_stride + item] = silu_times(gate, up);
       } else {
         const float sum = warp_sums(acc[0], a.n_tokens, lane);
-        Target t;
+        VecTarget t;
         int64_t row;
-        locate(a, item, t, row);
+        locate(a.targets, item, t, row);
         if (lane < a.n_tokens) t.y[lane * a.y_stride + row] = sum;
       }
     }
@@ -271,16 +242,6 @@ __global__ void __launch_bounds__(kWarpsPerBlock * kWarpSize) matmul_vec_kernel(
     part = next_part;
     tile = next_tile;
   }
-}
-
-Target make_target(const TensorView& w, const TensorView& y, int64_t first_item) {
-  Target t;
-  t.w = static_cast<const uint8_t*>(w.data);
-  t.row_stride = static_cast<int64_t>(w.nb[1]);
-  t.end = t.w + (w.ne[1] - 1) * t.row_stride + static_cast<int64_t>(w.row_bytes());
-  t.y = static_cast<float*>(y.data);
-  t.first_item = first_item;
-  return t;
 }
 
 // The fields every launch shares, from x and the first weight; y_stride from `y`.
@@ -297,84 +258,44 @@ Args common_args(const TensorView& x, const TensorView& w, const TensorView& y) 
   return a;
 }
 
+// The kernel instance for format T and the call's token count.
+template <DType T, bool kSwiGlu>
+Status launch_format(const Context& ctx, dim3 grid, const Args& a) {
+  const dim3 block(kWarpsPerBlock * kWarpSize);
+  if constexpr (kSwiGlu) {  // one token only (matmul_vec_swiglu)
+    return launch_early_start(ctx, grid, block, matmul_vec_kernel<T, true, 1>, a, "matmul (SwiGLU vector kernel)");
+  } else {
+    return a.n_tokens == 1
+               ? launch_early_start(ctx, grid, block, matmul_vec_kernel<T, false, 1>, a, "matmul (vector kernel)")
+               : launch_early_start(ctx, grid, block, matmul_vec_kernel<T, false, kVecMaxTokens>, a,
+                                    "matmul (vector kernel)");
+  }
+}
+
 template <bool kSwiGlu>
 Status launch(const Context& ctx, DType type, Args a) {
-  if (a.n_items == 0 || a.n_tokens == 0) return {};
+  if (a.targets.n_items == 0 || a.n_tokens == 0) return {};
   if (a.n_chunks == 0) return internal_error("matmul (vector kernel): weight rows without values");
-  const int64_t wanted_blocks = (a.n_items + kWarpsPerBlock - 1) / kWarpsPerBlock;
+  const int64_t wanted_blocks = (a.targets.n_items + kWarpsPerBlock - 1) / kWarpsPerBlock;
   const int64_t resident = static_cast<int64_t>(std::max(ctx.sm_count, 1)) * kBlocksPerSm;
-  const auto n_blocks = static_cast<unsigned>(std::min(wanted_blocks, resident));
-  cudaError_t launched = cudaSuccess;
-  const bool known = visit_weight_format(type, [&](auto format) {
+  const dim3 grid(static_cast<unsigned>(std::min(wanted_blocks, resident)));
+  Status (*launcher)(const Context&, dim3, const Args&) = nullptr;
+  visit_weight_format(type, [&](auto format) {
     constexpr DType T = decltype(format)::value;
     a.n_tiles = static_cast<int>((a.n_chunks + Tiling<T>::kChunks - 1) / Tiling<T>::kChunks);
-    cudaLaunchConfig_t config{};
-    config.gridDim = dim3(n_blocks);
-    config.blockDim = dim3(kWarpsPerBlock * kWarpSize);
-    config.stream = ctx.stream;
-    cudaLaunchAttribute early_start{};
-    early_start.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    early_start.val.programmaticStreamSerializationAllowed = 1;
-    config.attrs = &early_start;
-    config.numAttrs = ctx.programmatic_launch ? 1 : 0;
-    if constexpr (kSwiGlu) {  // one token only (matmul_vec_swiglu)
-      launched = cudaLaunchKernelEx(&config, matmul_vec_kernel<T, true, 1>, a);
-    } else {
-      launched = a.n_tokens == 1 ? cudaLaunchKernelEx(&config, matmul_vec_kernel<T, false, 1>, a)
-                                 : cudaLaunchKernelEx(&config, matmul_vec_kernel<T, false, kVecMaxTokens>, a);
-    }
+    launcher = &launch_format<T, kSwiGlu>;
   });
-  if (!known) return unsupported("matmul: no kernel for weight type " + std::string(dtype_name(type)));
-  if (launched != cudaSuccess) {
-    cudaGetLastError();
-    return internal_error(std::string("matmul (vector kernel): cudaLaunchKernelEx: ") + cudaGetErrorString(launched));
-  }
-  return launch_status(kSwiGlu ? "matmul (SwiGLU vector kernel)" : "matmul (vector kernel)");
+  if (launcher == nullptr) return unsupported("matmul: no kernel for weight type " + std::string(dtype_name(type)));
+  return launcher(ctx, grid, a);
 }
 
 }  // namespace
 
-Status matmul_vec_staged(const Context& ctx, const TensorView& x, std::span<const MatmulTarget> targets) {
-  if (targets.empty()) return {};
-  if (targets.size() > kVecMaxTargets) {
-    return internal_error("matmul_vec: " + std::to_string(targets.size()) + " weights in one launch, at most " +
-                          std::to_string(kVecMaxTargets));
-  }
-  const int64_t n_tokens = x.n_rows();
-  if (n_tokens > kVecMaxTokens) {
-    return internal_error("matmul_vec: " + std::to_string(n_tokens) + " tokens, at most " +
-                          std::to_string(kVecMaxTokens));
-  }
-  const TensorView& w0 = targets[0].w;
-  Args a = common_args(x, w0, targets[0].y);
-  Target* slots[] = {&a.t0, &a.t1, &a.t2};
-  a.n_targets = 0;
-  for (const MatmulTarget& t : targets) {
-    if (t.w.type != w0.type || t.w.ne[0] != w0.ne[0] || t.y.nb[1] != targets[0].y.nb[1]) {
-      return internal_error("matmul_vec: the weights of one launch need one type, one row length and one y stride");
-    }
-    if (t.w.ne[1] == 0) continue;  // no rows: nothing to write
-    *slots[a.n_targets++] = make_target(t.w, t.y, a.n_items);
-    a.n_items += t.w.ne[1];
-  }
-  return launch<false>(ctx, w0.type, a);
-}
-
-Status matmul_vec_swiglu_staged(const Context& ctx, const TensorView& x, const TensorView& w_gate,
-                                const TensorView& w_up, const TensorView& out) {
-  if (x.n_rows() > 1) {
-    return internal_error("matmul_vec_swiglu: " + std::to_string(x.n_rows()) + " tokens, one at most");
-  }
-  if (w_gate.type != w_up.type || w_gate.ne[0] != w_up.ne[0] || w_gate.ne[1] != w_up.ne[1]) {
-    return internal_error("matmul_vec_swiglu: gate and up need one type and shape");
-  }
-  Args a = common_args(x, w_gate, out);
-  if (w_gate.ne[1] == 0) return {};
-  a.t0 = make_target(w_gate, out, 0);
-  a.t1 = make_target(w_up, out, 0);
-  a.n_targets = 2;
-  a.n_items = w_gate.ne[1];
-  return launch<true>(ctx, w_gate.type, a);
+Status matmul_vec_staged(const Context& ctx, const TensorView& x, const TensorView& w0, const TensorView& y0,
+                         const VecTargets& targets, bool swiglu) {
+  Args a = common_args(x, w0, y0);
+  a.targets = targets;
+  return swiglu ? launch<true>(ctx, w0.type, a) : launch<false>(ctx, w0.type, a);
 }
 
 }  // namespace pagoda::backend::cuda::weights

@@ -56,11 +56,6 @@ Status matmul_vec(const Context& ctx, const TensorView& x, std::span<const Matmu
 // which the kernel sums alike, then silu_mul). w_gate and w_up: one type and shape.
 Status matmul_vec_swiglu(const Context& ctx, const TensorView& x, const TensorView& w_gate,
                          const TensorView& w_up, const TensorView& out);
-// The staged few-token kernel (matmul_vec_staged.cu): matmul_vec and matmul_vec_swiglu
-// hand it the formats and rows their piece kernel does not read.
-Status matmul_vec_staged(const Context& ctx, const TensorView& x, std::span<const MatmulTarget> targets);
-Status matmul_vec_swiglu_staged(const Context& ctx, const TensorView& x, const TensorView& w_gate,
-                                const TensorView& w_up, const TensorView& out);
 // The first few-token kernel (matmul_vec_rowwise.cu), for side-by-side measurements.
 Status matmul_vec_rowwise(const Context& ctx, const TensorView& w, const TensorView& x, const TensorView& y);
 // Block formats and F16: W in f16 pieces, x rounded to f16, cublasGemmEx (f32 compute).
