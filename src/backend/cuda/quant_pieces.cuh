@@ -42,6 +42,26 @@ __device__ __forceinline__ uint32_t byte_of(uint2 w, int j) {
 __device__ __forceinline__ float half_bits_to_f32(uint32_t bits) {
   return __half2float(__ushort_as_half(static_cast<unsigned short>(bits & 0xFFFFu)));
 }
+// The block of `Block`s piece p of a row lies in, kPieces pieces to a block (4 for the
+// 32-value formats, 32 for the 256-value ones).
+template <typename Block, int kPieces>
+__device__ __forceinline__ const uint8_t* block_of(const uint8_t* row, int64_t p) {
+  static_assert((kPieces & (kPieces - 1)) == 0, "a power of two: the division is a shift");
+  return row + static_cast<int64_t>(static_cast<uint64_t>(p) / kPieces) * static_cast<int64_t>(sizeof(Block));
+}
+
+// The 8 nibbles of quarter k (values 8k .. 8k + 7) of 32 values packed in 16 bytes as
+// the 4-bit formats pack them (byte j: value j in its low nibble, value j + 16 in its
+// high): bytes 8 (k % 2) .. + 8, nibbles 4 (k / 2) up.
+struct QuarterNibbles {
+  uint2 bytes;
+  int quarter;
+  __device__ void load(const uint8_t* qs, int k) {
+    bytes = ldg_8_bytes(qs + 8 * (k % 2));
+    quarter = k;
+  }
+  __device__ uint32_t operator[](int l) const { return (byte_of(bytes, l) >> (4 * (quarter / 2))) & 0xF; }
+};
 }  // namespace pieces_detail
 
 template <DType T>
@@ -110,7 +130,7 @@ struct WeightPiece<DType::Q8_0> {
     uint2 q;
   };
   __device__ static void load(const uint8_t* row, int64_t p, Raw& r) {
-    const uint8_t* block = row + (p >> 2) * static_cast<int64_t>(sizeof(Block));
+    const uint8_t* block = pieces_detail::block_of<Block, 4>(row, p);
     r.d = pieces_detail::ldg_u16(block + offsetof(Block, d));
     r.q = pieces_detail::ldg_8_bytes(block + offsetof(Block, qs) + 8 * (p & 3));
   }
@@ -124,8 +144,7 @@ struct WeightPiece<DType::Q8_0> {
   }
 };
 
-// Q4_0 and Q4_1: byte j of a block's 16 holds values j (low nibble) and j + 16 (high):
-// quarter k of the block is bytes 8 (k % 2) .. + 8, nibbles 4 (k / 2) up.
+// Q4_0 and Q4_1: value = (nibble - 8) * d, nibble * d + m.
 template <>
 struct WeightPiece<DType::Q4_0> {
   using Block = quant::BlockQ4_0;
@@ -133,23 +152,17 @@ struct WeightPiece<DType::Q4_0> {
   static constexpr int kAlign = 2;
   struct Raw {
     uint32_t d;
-    uint2 q;
-    int shift;
+    pieces_detail::QuarterNibbles q;
   };
   __device__ static void load(const uint8_t* row, int64_t p, Raw& r) {
-    const uint8_t* block = row + (p >> 2) * static_cast<int64_t>(sizeof(Block));
-    const int k = static_cast<int>(p & 3);
+    const uint8_t* block = pieces_detail::block_of<Block, 4>(row, p);
     r.d = pieces_detail::ldg_u16(block + offsetof(Block, d));
-    r.q = pieces_detail::ldg_8_bytes(block + offsetof(Block, qs) + 8 * (k % 2));
-    r.shift = 4 * (k / 2);
+    r.q.load(block + offsetof(Block, qs), static_cast<int>(p & 3));
   }
   __device__ static void decode(const Raw& r, float (&v)[kPieceValues]) {
     const float d = pieces_detail::half_bits_to_f32(r.d);
 #pragma unroll
-    for (int j = 0; j < 8; ++j) {
-      const uint32_t q = (pieces_detail::byte_of(r.q, j) >> r.shift) & 0xF;
-      v[j] = __fmul_rn(small_int_to_f32<8>(q), d);
-    }
+    for (int l = 0; l < 8; ++l) v[l] = __fmul_rn(small_int_to_f32<8>(r.q[l]), d);
   }
 };
 
@@ -160,55 +173,57 @@ struct WeightPiece<DType::Q4_1> {
   static constexpr int kAlign = 2;
   struct Raw {
     uint32_t d, m;
-    uint2 q;
-    int shift;
+    pieces_detail::QuarterNibbles q;
   };
   __device__ static void load(const uint8_t* row, int64_t p, Raw& r) {
-    const uint8_t* block = row + (p >> 2) * static_cast<int64_t>(sizeof(Block));
-    const int k = static_cast<int>(p & 3);
+    const uint8_t* block = pieces_detail::block_of<Block, 4>(row, p);
     r.d = pieces_detail::ldg_u16(block + offsetof(Block, d));
     r.m = pieces_detail::ldg_u16(block + offsetof(Block, m));
-    r.q = pieces_detail::ldg_8_bytes(block + offsetof(Block, qs) + 8 * (k % 2));
-    r.shift = 4 * (k / 2);
+    r.q.load(block + offsetof(Block, qs), static_cast<int>(p & 3));
   }
   __device__ static void decode(const Raw& r, float (&v)[kPieceValues]) {
     const float d = pieces_detail::half_bits_to_f32(r.d);
     const float m = pieces_detail::half_bits_to_f32(r.m);
 #pragma unroll
-    for (int j = 0; j < 8; ++j) {
-      const uint32_t q = (pieces_detail::byte_of(r.q, j) >> r.shift) & 0xF;
-      v[j] = __fadd_rn(__fmul_rn(small_int_to_f32<0>(q), d), m);
-    }
+    for (int l = 0; l < 8; ++l) v[l] = __fadd_rn(__fmul_rn(small_int_to_f32<0>(r.q[l]), d), m);
   }
 };
 
 // Q5_0 and Q5_1: Q4_0 / Q4_1 with a fifth bit: bit i of the block's 32-bit qh is the
 // fifth bit of value i (quarter k holds values 8k .. 8k + 7).
+namespace pieces_detail {
+
+template <typename Block>
+struct FiveBitQuarter {
+  uint32_t qh;
+  QuarterNibbles q;
+  __device__ void load(const uint8_t* block, int k) {
+    qh = ldg_u16(block + offsetof(Block, qh)) | (ldg_u16(block + offsetof(Block, qh) + 2) << 16);
+    q.load(block + offsetof(Block, qs), k);
+  }
+  __device__ uint32_t operator[](int l) const { return q[l] | (((qh >> (8 * q.quarter + l)) & 1u) << 4); }
+};
+
+}  // namespace pieces_detail
+
 template <>
 struct WeightPiece<DType::Q5_0> {
   using Block = quant::BlockQ5_0;
   static constexpr bool kSupported = true;
   static constexpr int kAlign = 2;
   struct Raw {
-    uint32_t d, qh;
-    uint2 q;
-    int quarter;
+    uint32_t d;
+    pieces_detail::FiveBitQuarter<Block> q;
   };
   __device__ static void load(const uint8_t* row, int64_t p, Raw& r) {
-    const uint8_t* block = row + (p >> 2) * static_cast<int64_t>(sizeof(Block));
-    r.quarter = static_cast<int>(p & 3);
+    const uint8_t* block = pieces_detail::block_of<Block, 4>(row, p);
     r.d = pieces_detail::ldg_u16(block + offsetof(Block, d));
-    r.qh = pieces_detail::ldg_u16(block + offsetof(Block, qh)) | (pieces_detail::ldg_u16(block + offsetof(Block, qh) + 2) << 16);
-    r.q = pieces_detail::ldg_8_bytes(block + offsetof(Block, qs) + 8 * (r.quarter % 2));
+    r.q.load(block, static_cast<int>(p & 3));
   }
   __device__ static void decode(const Raw& r, float (&v)[kPieceValues]) {
     const float d = pieces_detail::half_bits_to_f32(r.d);
-    const int shift = 4 * (r.quarter / 2);
 #pragma unroll
-    for (int l = 0; l < 8; ++l) {
-      const uint32_t q = ((pieces_detail::byte_of(r.q, l) >> shift) & 0xF) | (((r.qh >> (8 * r.quarter + l)) & 1u) << 4);
-      v[l] = __fmul_rn(small_int_to_f32<16>(q), d);
-    }
+    for (int l = 0; l < 8; ++l) v[l] = __fmul_rn(small_int_to_f32<16>(r.q[l]), d);
   }
 };
 
@@ -218,27 +233,20 @@ struct WeightPiece<DType::Q5_1> {
   static constexpr bool kSupported = true;
   static constexpr int kAlign = 2;
   struct Raw {
-    uint32_t d, m, qh;
-    uint2 q;
-    int quarter;
+    uint32_t d, m;
+    pieces_detail::FiveBitQuarter<Block> q;
   };
   __device__ static void load(const uint8_t* row, int64_t p, Raw& r) {
-    const uint8_t* block = row + (p >> 2) * static_cast<int64_t>(sizeof(Block));
-    r.quarter = static_cast<int>(p & 3);
+    const uint8_t* block = pieces_detail::block_of<Block, 4>(row, p);
     r.d = pieces_detail::ldg_u16(block + offsetof(Block, d));
     r.m = pieces_detail::ldg_u16(block + offsetof(Block, m));
-    r.qh = pieces_detail::ldg_u16(block + offsetof(Block, qh)) | (pieces_detail::ldg_u16(block + offsetof(Block, qh) + 2) << 16);
-    r.q = pieces_detail::ldg_8_bytes(block + offsetof(Block, qs) + 8 * (r.quarter % 2));
+    r.q.load(block, static_cast<int>(p & 3));
   }
   __device__ static void decode(const Raw& r, float (&v)[kPieceValues]) {
     const float d = pieces_detail::half_bits_to_f32(r.d);
     const float m = pieces_detail::half_bits_to_f32(r.m);
-    const int shift = 4 * (r.quarter / 2);
 #pragma unroll
-    for (int l = 0; l < 8; ++l) {
-      const uint32_t q = ((pieces_detail::byte_of(r.q, l) >> shift) & 0xF) | (((r.qh >> (8 * r.quarter + l)) & 1u) << 4);
-      v[l] = __fadd_rn(__fmul_rn(small_int_to_f32<0>(q), d), m);
-    }
+    for (int l = 0; l < 8; ++l) v[l] = __fadd_rn(__fmul_rn(small_int_to_f32<0>(r.q[l]), d), m);
   }
 };
 
@@ -250,22 +258,17 @@ struct WeightPiece<DType::IQ4_NL> {
   static constexpr int kAlign = 2;
   struct Raw {
     uint32_t d;
-    uint2 q;
-    int shift;
+    pieces_detail::QuarterNibbles q;
   };
   __device__ static void load(const uint8_t* row, int64_t p, Raw& r) {
-    const uint8_t* block = row + (p >> 2) * static_cast<int64_t>(sizeof(Block));
-    const int k = static_cast<int>(p & 3);
+    const uint8_t* block = pieces_detail::block_of<Block, 4>(row, p);
     r.d = pieces_detail::ldg_u16(block + offsetof(Block, d));
-    r.q = pieces_detail::ldg_8_bytes(block + offsetof(Block, qs) + 8 * (k % 2));
-    r.shift = 4 * (k / 2);
+    r.q.load(block + offsetof(Block, qs), static_cast<int>(p & 3));
   }
   __device__ static void decode(const Raw& r, float (&v)[kPieceValues]) {
     const float d = pieces_detail::half_bits_to_f32(r.d);
 #pragma unroll
-    for (int l = 0; l < 8; ++l) {
-      v[l] = __fmul_rn(d, blocks_detail::iq4_value((pieces_detail::byte_of(r.q, l) >> r.shift) & 0xF));
-    }
+    for (int l = 0; l < 8; ++l) v[l] = __fmul_rn(d, blocks_detail::iq4_value(r.q[l]));
   }
 };
 

@@ -41,35 +41,43 @@ __device__ __forceinline__ K4Scales k4_scales(const uint4& head, int j) {
   return {__fmul_rn(d, static_cast<float>(scale)), __fmul_rn(dmin, static_cast<float>(min))};
 }
 
+// Value q (0..31) of a sub-block with these scales: dl q - ml, as the host rounds it.
+__device__ __forceinline__ float k4_value(const K4Scales& s, uint32_t q) {
+  return __fsub_rn(__fmul_rn(s.dl, small_int_to_f32<0>(q)), s.ml);
+}
+
+// What a Q4_K or Q5_K piece reads of its block: the head (one 16-byte load) and its 8
+// bytes of nibbles (sub-block s's are bytes 32 (s / 2) .. + 32 of qs, low for even s).
+template <typename Block>
+struct K4Piece {
+  uint4 head;
+  uint2 q;
+  int sub;
+  __device__ void load(const uint8_t* block, int64_t p) {
+    sub = static_cast<int>((p >> 2) & 7);
+    head = __ldg(reinterpret_cast<const uint4*>(block));
+    q = __ldg(reinterpret_cast<const uint2*>(block + offsetof(Block, qs) + 32 * (sub / 2) + 8 * (p & 3)));
+  }
+  __device__ uint32_t nibble(int l) const { return (byte_of(q, l) >> (4 * (sub % 2))) & 0xF; }
+};
+
 }  // namespace pieces_detail
 
-// Q4_K: sub-block s's nibbles are bytes 32 (s / 2) .. + 32 of qs, low for even s; the
-// head comes in one load, the piece's 8 bytes of nibbles in another.
+// Q4_K: value = dl nibble - ml.
 template <>
 struct WeightPiece<DType::Q4_K> {
   using Block = quant::BlockQ4_K;
   static_assert(sizeof(Block) % 16 == 0 && offsetof(Block, qs) == 16, "Q4_K: a 16-byte head, 16-byte blocks");
   static constexpr bool kSupported = true;
   static constexpr int kAlign = 16;
-  struct Raw {
-    uint4 head;
-    uint2 q;
-    int sub;
-  };
+  using Raw = pieces_detail::K4Piece<Block>;
   __device__ static void load(const uint8_t* row, int64_t p, Raw& r) {
-    const uint8_t* block = row + (p >> 5) * static_cast<int64_t>(sizeof(Block));
-    r.sub = static_cast<int>((p >> 2) & 7);
-    r.head = __ldg(reinterpret_cast<const uint4*>(block));
-    r.q = __ldg(reinterpret_cast<const uint2*>(block + offsetof(Block, qs) + 32 * (r.sub / 2) + 8 * (p & 3)));
+    r.load(pieces_detail::block_of<Block, 32>(row, p), p);
   }
   __device__ static void decode(const Raw& r, float (&v)[kPieceValues]) {
     const pieces_detail::K4Scales s = pieces_detail::k4_scales(r.head, r.sub);
-    const int shift = 4 * (r.sub % 2);
 #pragma unroll
-    for (int l = 0; l < 8; ++l) {
-      const uint32_t q = (pieces_detail::byte_of(r.q, l) >> shift) & 0xF;
-      v[l] = __fsub_rn(__fmul_rn(s.dl, small_int_to_f32<0>(q)), s.ml);
-    }
+    for (int l = 0; l < 8; ++l) v[l] = pieces_detail::k4_value(s, r.nibble(l));
   }
 };
 
@@ -87,7 +95,7 @@ struct WeightPiece<DType::Q6_K> {
     int sub;
   };
   __device__ static void load(const uint8_t* row, int64_t p, Raw& r) {
-    const uint8_t* block = row + (p >> 5) * static_cast<int64_t>(sizeof(Block));
+    const uint8_t* block = pieces_detail::block_of<Block, 32>(row, p);
     r.sub = static_cast<int>((p >> 2) & 7);
     const int half = r.sub / 4, k = r.sub % 4, quarter = static_cast<int>(p & 3);
     r.ql = pieces_detail::ldg_8_bytes(block + offsetof(Block, ql) + 64 * half + 32 * (k % 2) + 8 * quarter);
@@ -121,25 +129,20 @@ struct WeightPiece<DType::Q5_K> {
   static constexpr bool kSupported = true;
   static constexpr int kAlign = 16;
   struct Raw {
-    uint4 head;
-    uint2 q, qh;
-    int sub;
+    pieces_detail::K4Piece<Block> k;
+    uint2 qh;
   };
   __device__ static void load(const uint8_t* row, int64_t p, Raw& r) {
-    const uint8_t* block = row + (p >> 5) * static_cast<int64_t>(sizeof(Block));
-    r.sub = static_cast<int>((p >> 2) & 7);
-    r.head = __ldg(reinterpret_cast<const uint4*>(block));
-    r.q = __ldg(reinterpret_cast<const uint2*>(block + offsetof(Block, qs) + 32 * (r.sub / 2) + 8 * (p & 3)));
+    const uint8_t* block = pieces_detail::block_of<Block, 32>(row, p);
+    r.k.load(block, p);
     r.qh = __ldg(reinterpret_cast<const uint2*>(block + offsetof(Block, qh) + 8 * (p & 3)));
   }
   __device__ static void decode(const Raw& r, float (&v)[kPieceValues]) {
-    const pieces_detail::K4Scales s = pieces_detail::k4_scales(r.head, r.sub);
-    const int shift = 4 * (r.sub % 2);
+    const pieces_detail::K4Scales s = pieces_detail::k4_scales(r.k.head, r.k.sub);
 #pragma unroll
     for (int l = 0; l < 8; ++l) {
-      const uint32_t high = ((pieces_detail::byte_of(r.qh, l) >> r.sub) & 1u) << 4;
-      const uint32_t q = ((pieces_detail::byte_of(r.q, l) >> shift) & 0xF) | high;
-      v[l] = __fsub_rn(__fmul_rn(s.dl, small_int_to_f32<0>(q)), s.ml);
+      const uint32_t high = ((pieces_detail::byte_of(r.qh, l) >> r.k.sub) & 1u) << 4;
+      v[l] = pieces_detail::k4_value(s, r.k.nibble(l) | high);
     }
   }
 };
@@ -160,7 +163,7 @@ struct WeightPiece<DType::IQ4_XS> {
     int sub, shift;
   };
   __device__ static void load(const uint8_t* row, int64_t p, Raw& r) {
-    const uint8_t* block = row + (p >> 5) * static_cast<int64_t>(sizeof(Block));
+    const uint8_t* block = pieces_detail::block_of<Block, 32>(row, p);
     const int k = static_cast<int>(p & 3);
     r.sub = static_cast<int>((p >> 2) & 7);
     r.shift = 4 * (k / 2);
