@@ -57,12 +57,12 @@ class Sampler {
   double draw_uniform() { return next_uniform(); }
 
   const SamplingParams& params() const { return params_; }
-  // Whether sample() would take the raw logits' greedy token (argmax_logit) and report
-  // nothing else: greedy, with no bias, penalty, mask-carrying grammar or
-  // log-probabilities.
+  // Whether sample() without a mask would take the raw logits' greedy token
+  // (argmax_logit) and report nothing else: greedy, with no bias, penalty or
+  // log-probabilities. (A grammar's mask is the caller's: RequestProcessor.)
   bool only_argmax() const {
-    return params_.greedy() && params_.logit_bias.empty() && !penalties_.enabled() && !params_.grammar &&
-           !params_.logprobs && params_.top_logprobs == 0;
+    return params_.greedy() && params_.logit_bias.empty() && !penalties_.enabled() && !params_.logprobs &&
+           params_.top_logprobs == 0;
   }
   // The error sample() gives when no token has a finite logit.
   static Status no_finite_logit();
