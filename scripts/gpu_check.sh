@@ -145,16 +145,22 @@ stage_bench() {
         -r 3 || status=1
     done
   done
-  # Prompts with every attention row in a block of its own.
-  echo "variant: PAGODA_CUDA_ATTENTION_GROUPS=0" >>"$log"
-  run_logged "$log" "$limit" env PAGODA_CUDA_ATTENTION_GROUPS=0 "$bundle/pagoda" bench --device cuda \
-    -m "$dir/llama-1b-f16.gguf" -p 512 -n 0 -r 3 || status=1
+  # Prompts with every attention row in a block of its own, and on the scalar attention
+  # kernel instead of the one on tensor cores.
+  for variant in "PAGODA_CUDA_ATTENTION_GROUPS=0" "PAGODA_CUDA_ATTENTION=scalar"; do
+    echo "variant: $variant" >>"$log"
+    run_logged "$log" "$limit" env $variant "$bundle/pagoda" bench --device cuda \
+      -m "$dir/llama-1b-f16.gguf" -p 512 -n 0 -r 3 || status=1
+  done
   for model in llama-1b-f16 llama-1b-q4_k_m; do
     run_logged "$log" "$limit" "$bundle/pagoda" bench --device cuda -m "$dir/$model.gguf" -p 512 -n 64 -r 1 \
       --profile-ops || status=1
   done
   run_logged "$log" "$limit" "$bundle/pagoda" bench --device cuda -m "$dir/llama-1b-f16.gguf" --concurrency 64 \
     --num-requests 64 --prompt-len 512 --gen-len 128 || status=1
+  echo "the same on the scalar attention kernel:" >>"$log"
+  run_logged "$log" "$limit" env PAGODA_CUDA_ATTENTION=scalar "$bundle/pagoda" bench --device cuda \
+    -m "$dir/llama-1b-f16.gguf" --concurrency 64 --num-requests 64 --prompt-len 512 --gen-len 128 || status=1
   echo "the same, sampled at temperature 0.8 (the samplers on the host):" >>"$log"
   run_logged "$log" "$limit" "$bundle/pagoda" bench --device cuda -m "$dir/llama-1b-f16.gguf" --concurrency 64 \
     --num-requests 64 --prompt-len 512 --gen-len 128 --temperature 0.8 || status=1
@@ -196,7 +202,7 @@ stage_serve_e2e() {
 # Where a test stage failed: its failed tests again (the whole stage where a crash left no
 # names) with the decode path's parts turned off one at a time, to say which part a
 # failure comes from: the piece kernel (the staged one instead), CUDA graphs, the
-# early-starting matmul, attention's row groups.
+# early-starting matmul, attention's row groups, attention on tensor cores.
 stage_bisect() {
   local log="$1" limit="$2" entry stage binary filter variant status verdicts=""
   [[ -n "$failed_stages" ]] || { note="no test stage failed"; return 2; }
@@ -212,7 +218,7 @@ stage_bisect() {
     fi
     echo "== $stage: $filter" >>"$log"
     for variant in "PAGODA_CUDA_MATVEC=staged" "PAGODA_CUDA_GRAPHS=0" "PAGODA_CUDA_PDL=0" \
-      "PAGODA_CUDA_ATTENTION_GROUPS=0"; do
+      "PAGODA_CUDA_ATTENTION_GROUPS=0" "PAGODA_CUDA_ATTENTION=scalar"; do
       echo "variant: $variant" >>"$log"
       run_logged "$log" $((limit / 4)) env $variant PAGODA_TEST_DEVICE=cuda "$binary" --gtest_brief=1 \
         --gtest_filter="$filter"
@@ -236,7 +242,7 @@ stage_kernels() {
   for model in llama-1b-f16 llama-1b-q4_k_m; do
     # Past the warm-up passes, 14 launches: about two layers of one decoding step.
     run_logged "$log" "$((limit / 2))" env PAGODA_CUDA_GRAPHS=0 "$ncu_bin" --clock-control none \
-      --kernel-name regex:'matmul_pieces_kernel|attention_kernel|add_rms_norm_kernel|rope_kernel' \
+      --kernel-name regex:'matmul_pieces_kernel|attention_(mma_)?kernel|add_rms_norm_kernel|rope_kernel' \
       --launch-skip 300 --launch-count 14 --section SpeedOfLight --section Occupancy --section LaunchStats \
       --csv --page details "$bundle/pagoda" bench --device cuda -m "$dir/$model.gguf" -p 0 -n 16 -r 1 ||
       status=1
@@ -244,7 +250,7 @@ stage_kernels() {
   # Decoding attention of 64 requests, past the warm-up's and the run's prompt steps (about
   # 4300 launches of the two kernels): its kernel and the merge.
   run_logged "$log" "$((limit / 3))" env PAGODA_CUDA_GRAPHS=0 "$ncu_bin" --clock-control none \
-    --kernel-name regex:'attention_kernel|merge_splits_kernel' --launch-skip 4600 --launch-count 4 \
+    --kernel-name regex:'attention_(mma_)?kernel|merge_splits_kernel' --launch-skip 4600 --launch-count 4 \
     --section SpeedOfLight --section Occupancy --section LaunchStats --csv --page details \
     "$bundle/pagoda" bench --device cuda -m "$dir/llama-1b-f16.gguf" --concurrency 64 --num-requests 64 \
     --prompt-len 512 --gen-len 32 || status=1

@@ -2,27 +2,33 @@
 // their slots (kv_write.cu); then every batch row attends to its sequence's context read
 // back from the cache, so the new tokens are rounded as the cache rounds them.
 //
-// Grid: one block per (batch row, KV head, split). A block's warps are query heads of
-// that KV head's group (up to kMaxWarps; a larger group takes several blocks) for up to
-// rows_per_block consecutive query rows of one sequence (prompts: the block of a group's
-// first row takes the group, the others leave at once; decoding rows: one each), so
-// each K/V tile loaded from the cache serves all of them. A row's tiles, and every
-// operation on them, are the same whichever rows share its block. Any head size up to 256 (lane l holds
-// values l, l + 32, ... of a head). A row's context [0, position] is cut into
-// splits of kSplitPositions, aligned to position 0; a split is walked in tiles of 32
-// positions: the tile's K and V (converted to f32) go to shared memory, each lane scores
-// one position against the warp's query, an online softmax (running max and sum) rescales
-// the accumulator, and the V rows are summed with lanes over head_dim. A row with one
+// Grid: one block per (batch row, KV head, split). A block takes query heads of that KV
+// head's group (a larger group takes several blocks) for up to rows_per_block
+// consecutive query rows of one sequence (prompts: the block of a group's first row
+// takes the group, the others leave at once; decoding rows: one each), so each K/V tile
+// loaded from the cache serves all of them. A row's context [0, position] is cut into
+// splits of kSplitPositions, aligned to position 0 (attention_args.cuh). A row with one
 // split writes its output directly; a longer one writes each split's (max, sum, unscaled
 // output) to workspace, and a merge kernel combines them in split order. Split boundaries
-// depend on positions only, so a row's result is the same whatever else is in the batch.
-// Everything accumulates in f32; exponentials are expf.
+// depend on positions only, and a row's operations are the same whichever rows share its
+// block, so a row's result is the same whatever else is in the batch.
+//
+// Two kernels: with an f16 cache and a head size that is a multiple of 16, the one on
+// tensor cores (attention_mma.cu); otherwise, or with PAGODA_CUDA_ATTENTION=scalar, the
+// scalar one here. Which one depends on the model and cache only. The scalar kernel: a
+// block's warps are its (row, query head) pairs, any head size up to 256 (lane l holds
+// values l, l + 32, ... of a head); a split is walked in tiles of 32 positions: the
+// tile's K and V (converted to f32) go to shared memory, each lane scores one position
+// against the warp's query, an online softmax (running max and sum) rescales the
+// accumulator, and the V rows are summed with lanes over head_dim. Everything
+// accumulates in f32; exponentials are expf.
 
 #include <cuda_runtime.h>
 
 #include <bit>
 #include <cmath>
 
+#include "backend/cuda/attention_args.cuh"
 #include "backend/cuda/f32_rows.cuh"
 #include "backend/cuda/kv_types.cuh"
 #include "backend/cuda/launch_order.cuh"
@@ -31,52 +37,10 @@ namespace pagoda::backend::cuda {
 namespace {
 
 constexpr int kTile = 32;             // positions per tile: one per lane
-// Positions per split, a multiple of kTile: short, so that a single decoding row over a
-// few hundred positions still spreads over a few dozen blocks.
-constexpr int kSplitPositions = 64;
-constexpr int kMaxHeadDim = 256;
 constexpr int kMaxValuesPerLane = kMaxHeadDim / 32;  // lane l holds values l, l + 32, ...
 constexpr int kMaxWarps = 8;          // query heads per block row
 constexpr int kMaxBlockWarps = 16;    // warps per block: query heads x rows
 constexpr int kMaxGridYZ = 65535;
-
-struct AttentionArgs {
-  const char* q;            // head view [n_tokens][n_heads][head_dim] f32
-  int64_t q_head_bytes;     // q.nb[1]
-  int64_t q_token_bytes;    // q.nb[2]
-  const char* k_cache;      // this layer's K: one row of n_kv_heads heads per slot
-  const char* v_cache;
-  int64_t slot_bytes;       // bytes per slot
-  char* out;                // [n_tokens][n_heads * head_dim] f32
-  int64_t out_row_bytes;
-  // Split rows: [piece row][head][split][head_dim] outputs and [piece row][head][split]
-  // (max, sum); unused (null) when n_splits == 1.
-  float* partial_out;
-  float2* partial_state;
-  const DeviceSequence* sequences;
-  const int32_t* block_tables;
-  const int32_t* row_sequence;
-  int32_t row_begin;        // first batch row of this launch (rows go in pieces)
-  int32_t row_end;          // one past its last
-  int32_t n_heads, group, head_dim, block_size;
-  int32_t warps;            // query heads per block row
-  int32_t rows_per_block;   // query rows per block (blockDim.x / 32 = warps * rows_per_block)
-  int32_t head_chunks;      // blocks per KV head: ceil(group / warps)
-  int32_t n_splits;         // grid z
-  float scale;
-};
-
-// Positions row `row` attends to: [0, n) with n its position + 1 (causal).
-__device__ int32_t attended_positions(const DeviceSequence& s, int32_t row) {
-  return s.n_context - s.n_query + (row - s.query_start) + 1;
-}
-
-// Splits of a row attending to n_positions: one per kSplitPositions, at most the grid's
-// (the last split takes the rest, so a batch understating max_n_context still attends to
-// every position, only with fewer splits).
-__device__ int32_t splits_of(const AttentionArgs& a, int32_t n_positions) {
-  return min((n_positions + kSplitPositions - 1) / kSplitPositions, a.n_splits);
-}
 
 __device__ float warp_max(float v) {
   for (int offset = 16; offset > 0; offset /= 2) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, offset));
@@ -150,7 +114,7 @@ __device__ void load_tile(const AttentionArgs& a, const DeviceSequence& seq, int
   }
   __syncthreads();
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, hd = a.head_dim;
-  for (int i = warp; i < n_tile; i += a.warps * a.rows_per_block) {
+  for (int i = warp; i < n_tile; i += a.heads_per_block * a.rows_per_block) {
     const int64_t offset = slots[i] * a.slot_bytes;
     const char* k = a.k_cache + offset;
     const char* v = a.v_cache + offset;
@@ -165,38 +129,14 @@ __device__ void load_tile(const AttentionArgs& a, const DeviceSequence& seq, int
 __device__ void write_result(const AttentionArgs& a, int32_t row, int32_t head, int32_t split,
                              int32_t row_splits, const RunningSoftmax& st) {
   const int lane = threadIdx.x % 32;
-  float* target;
-  float factor = 1.0f;
-  if (row_splits == 1) {
-    target = reinterpret_cast<float*>(a.out + row * a.out_row_bytes) + head * a.head_dim;
-    factor = st.sum == 0.0f ? 0.0f : 1.0f / st.sum;
-  } else {
-    const int64_t index =
-        (static_cast<int64_t>(row - a.row_begin) * a.n_heads + head) * a.n_splits + split;
-    target = a.partial_out + index * a.head_dim;
-    if (lane == 0) a.partial_state[index] = make_float2(st.max, st.sum);
-  }
+  float factor;
+  float2* state;
+  float* target = result_target(a, row, head, split, row_splits, st.sum, &factor, &state);
+  if (state != nullptr && lane == 0) *state = make_float2(st.max, st.sum);
 #pragma unroll
   for (int j = 0; j < kMaxValuesPerLane; ++j) {
     if (lane + 32 * j < a.head_dim) target[lane + 32 * j] = st.acc[j] * factor;
   }
-}
-
-// The query rows block `first_row`'s block takes, [first_row, *end): none where a row
-// before it in the same group does. Groups are rows_per_block consecutive rows of a
-// sequence, aligned to its first query row, cut at the launch's first and last row.
-__device__ bool block_rows(const AttentionArgs& a, const DeviceSequence& seq, int32_t first_row, int32_t* end) {
-  const int32_t offset = first_row - seq.query_start;
-  if (offset % a.rows_per_block != 0 && first_row != a.row_begin) return false;
-  const int32_t group_end = seq.query_start + (offset / a.rows_per_block + 1) * a.rows_per_block;
-  *end = min(min(group_end, seq.query_start + seq.n_query), a.row_end);
-  return true;
-}
-
-// The end of `row`'s positions in split `split` of its row_splits: the split's 64, or the
-// rest for its last split.
-__device__ int32_t split_end(int32_t split, int32_t row_splits, int32_t n_positions) {
-  return split == row_splits - 1 ? n_positions : (split + 1) * kSplitPositions;
 }
 
 template <KvType T>
@@ -217,14 +157,14 @@ __global__ void __launch_bounds__(kMaxBlockWarps * 32) attention_kernel(Attentio
   const int32_t begin = split * kSplitPositions;
   const int32_t end = split_end(split, last_splits, last_positions);
 
-  const int hd = a.head_dim, warp = threadIdx.x / 32, n_warps = a.warps * a.rows_per_block;
+  const int hd = a.head_dim, warp = threadIdx.x / 32, n_warps = a.heads_per_block * a.rows_per_block;
   float* k_tile = smem;                          // [kTile][hd + 1]
   float* v_tile = k_tile + kTile * (hd + 1);    // [kTile][hd]
   float* q = v_tile + kTile * hd + warp * hd;   // [n_warps][hd]: this warp's
   float* weights = v_tile + kTile * hd + n_warps * hd + warp * kTile;  // [n_warps][kTile]
   // This warp's row and query head, and its positions in this split.
-  const int32_t row = first_row + warp / a.warps;
-  const int32_t head_in_group = (blockIdx.y % a.head_chunks) * a.warps + warp % a.warps;
+  const int32_t row = first_row + warp / a.heads_per_block;
+  const int32_t head_in_group = (blockIdx.y % a.head_chunks) * a.heads_per_block + warp % a.heads_per_block;
   const int32_t head = kv_head * a.group + head_in_group;
   const int32_t n_positions = row < rows_end ? attended_positions(seq, row) : 0;
   const int32_t row_splits = splits_of(a, n_positions);
@@ -337,16 +277,20 @@ Status check_attention(const TensorView& q, const TensorView& k, const TensorVie
 template <KvType T>
 Status launch_attention(const Context& ctx, AttentionArgs a, int32_t n_rows) {
   a.row_end = a.row_begin + n_rows;
-  const size_t smem = shared_bytes(a.head_dim, a.warps * a.rows_per_block);
-  if (smem > 48 * 1024) {  // above the default limit: opt in (sm_80 allows 163 KiB, sm_90 227 KiB)
-    const cudaError_t e = cudaFuncSetAttribute(attention_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                               static_cast<int>(smem));
-    if (e != cudaSuccess) return internal_error(std::string("attention: shared memory: ") + cudaGetErrorString(e));
-  }
   const dim3 grid(static_cast<unsigned>(n_rows), static_cast<unsigned>(a.head_chunks * (a.n_heads / a.group)),
                   static_cast<unsigned>(a.n_splits));
-  attention_kernel<T><<<grid, a.warps * a.rows_per_block * 32, smem, ctx.stream>>>(a);
-  PAGODA_TRY(launch_status("attention"));
+  if (a.tensor_cores) {
+    PAGODA_TRY(launch_attention_mma(ctx, a, grid));
+  } else {
+    const size_t smem = shared_bytes(a.head_dim, a.heads_per_block * a.rows_per_block);
+    if (smem > 48 * 1024) {  // above the default limit: opt in (sm_80 allows 163 KiB, sm_90 227 KiB)
+      const cudaError_t e = cudaFuncSetAttribute(attention_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                 static_cast<int>(smem));
+      if (e != cudaSuccess) return internal_error(std::string("attention: shared memory: ") + cudaGetErrorString(e));
+    }
+    attention_kernel<T><<<grid, a.heads_per_block * a.rows_per_block * 32, smem, ctx.stream>>>(a);
+    PAGODA_TRY(launch_status("attention"));
+  }
   if (a.n_splits == 1) return {};
   merge_splits_kernel<<<dim3(static_cast<unsigned>(n_rows), static_cast<unsigned>(a.n_heads)), 32, 0,
                         ctx.stream>>>(a);
@@ -413,15 +357,24 @@ Status attention(const Context& ctx, const TensorView& q, const TensorView& k, c
   a.group = static_cast<int32_t>(q.ne[1] / k.ne[1]);
   a.head_dim = static_cast<int32_t>(q.ne[0]);
   a.block_size = batch.block_size;
-  a.warps = a.group < kMaxWarps ? a.group : kMaxWarps;
-  a.head_chunks = (a.group + a.warps - 1) / a.warps;
-  // Prompts: several rows of a sequence share each K/V tile. Decoding rows (one a
-  // sequence) go one a block.
-  a.rows_per_block = ctx.attention_row_groups && batch.max_n_query > 1 ? kMaxBlockWarps / a.warps : 1;
   a.n_splits = attention_splits(batch);
   a.scale = scale;
   KvType type = KvType::kF16;
   if (!kv_type_of(layer.k.type, &type)) return internal_error("attention: cache type");
+  // Which kernel depends on the model and its cache only, never on the batch: every row
+  // of every step goes through the same one (batch invariance).
+  a.tensor_cores = ctx.attention_tensor_cores && type == KvType::kF16 && attention_mma_takes_head_dim(a.head_dim) &&
+                   reinterpret_cast<uintptr_t>(layer.k.data) % 16 == 0 &&
+                   reinterpret_cast<uintptr_t>(layer.v.data) % 16 == 0 && a.slot_bytes % 16 == 0;
+  // Heads: a block row takes the group's heads up to the kernel's limit (larger groups
+  // take several blocks). Rows: prompts put several rows of a sequence in a block, so
+  // that each K/V tile serves all of them; decoding rows (one a sequence) go one a block.
+  const int32_t most_heads = a.tensor_cores ? attention_mma_block_rows(a.head_dim) : kMaxWarps;
+  a.heads_per_block = a.group < most_heads ? a.group : most_heads;
+  a.head_chunks = (a.group + a.heads_per_block - 1) / a.heads_per_block;
+  const int32_t most_rows = a.tensor_cores ? attention_mma_block_rows(a.head_dim) : kMaxBlockWarps;
+  const int32_t rows = most_rows / a.heads_per_block;
+  a.rows_per_block = ctx.attention_row_groups && batch.max_n_query > 1 && rows > 1 ? rows : 1;
   switch (type) {
     case KvType::kF32: return run_attention<KvType::kF32>(ctx, a, n_tokens);
     case KvType::kF16: return run_attention<KvType::kF16>(ctx, a, n_tokens);

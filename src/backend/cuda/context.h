@@ -71,6 +71,9 @@ struct Context {
   // Attention blocks take several query rows of a prompt (attention.cu);
   // PAGODA_CUDA_ATTENTION_GROUPS=0 gives every row a block of its own, to compare.
   bool attention_row_groups = true;
+  // Attention on tensor cores where the cache and head size allow it (attention_mma.cu);
+  // PAGODA_CUDA_ATTENTION=scalar keeps every model on the scalar kernel, to compare.
+  bool attention_tensor_cores = true;
 };
 
 }  // namespace pagoda::backend::cuda

@@ -1,0 +1,107 @@
+#pragma once
+// Internal to the CUDA attention: the arguments its kernels share, and the rules every
+// kernel follows for which rows a block takes and where a row's splits begin and end.
+// attention.cu has the host side, the scalar kernel and the merge of splits;
+// attention_mma.cu the kernel on tensor cores. Both follow these rules, so that a
+// row's splits (and so its result) depend on its own positions only.
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "backend/cuda/context.h"
+#include "backend/cuda/ops.h"
+#include "core/status.h"
+
+namespace pagoda::backend::cuda {
+
+// Positions per split, a multiple of 32: short, so that a single decoding row over a few
+// hundred positions still spreads over a few dozen blocks.
+inline constexpr int kSplitPositions = 64;
+inline constexpr int kMaxHeadDim = 256;
+
+struct AttentionArgs {
+  const char* q;            // head view [n_tokens][n_heads][head_dim] f32
+  int64_t q_head_bytes;     // q.nb[1]
+  int64_t q_token_bytes;    // q.nb[2]
+  const char* k_cache;      // this layer's K: one row of n_kv_heads heads per slot
+  const char* v_cache;
+  int64_t slot_bytes;       // bytes per slot
+  char* out;                // [n_tokens][n_heads * head_dim] f32
+  int64_t out_row_bytes;
+  // Split rows: [piece row][head][split][head_dim] outputs and [piece row][head][split]
+  // (max, sum); unused (null) when n_splits == 1.
+  float* partial_out;
+  float2* partial_state;
+  const DeviceSequence* sequences;
+  const int32_t* block_tables;
+  const int32_t* row_sequence;
+  int32_t row_begin;        // first batch row of this launch (rows go in pieces)
+  int32_t row_end;          // one past its last
+  int32_t n_heads, group, head_dim, block_size;
+  int32_t heads_per_block;  // query heads of one KV head's group a block takes per row
+  int32_t rows_per_block;   // query rows per block
+  int32_t head_chunks;      // blocks per KV head: ceil(group / heads_per_block)
+  int32_t n_splits;         // grid z
+  float scale;
+  bool tensor_cores;        // attention_mma.cu's kernel, not the scalar one
+};
+
+// Positions row `row` attends to: [0, n) with n its position + 1 (causal).
+__device__ inline int32_t attended_positions(const DeviceSequence& s, int32_t row) {
+  return s.n_context - s.n_query + (row - s.query_start) + 1;
+}
+
+// Splits of a row attending to n_positions: one per kSplitPositions, at most the grid's
+// (the last split takes the rest, so a batch understating max_n_context still attends to
+// every position, only with fewer splits).
+__device__ inline int32_t splits_of(const AttentionArgs& a, int32_t n_positions) {
+  return min((n_positions + kSplitPositions - 1) / kSplitPositions, a.n_splits);
+}
+
+// The end of a row's positions in split `split` of its row_splits: the split's 64, or
+// the rest for its last split.
+__device__ inline int32_t split_end(int32_t split, int32_t row_splits, int32_t n_positions) {
+  return split == row_splits - 1 ? n_positions : (split + 1) * kSplitPositions;
+}
+
+// The query rows block `first_row`'s block takes, [first_row, *end): none where a row
+// before it in the same group does. Groups are rows_per_block consecutive rows of a
+// sequence, aligned to its first query row, cut at the launch's first and last row.
+__device__ inline bool block_rows(const AttentionArgs& a, const DeviceSequence& seq, int32_t first_row,
+                                  int32_t* end) {
+  const int32_t offset = first_row - seq.query_start;
+  if (offset % a.rows_per_block != 0 && first_row != a.row_begin) return false;
+  const int32_t group_end = seq.query_start + (offset / a.rows_per_block + 1) * a.rows_per_block;
+  *end = min(min(group_end, seq.query_start + seq.n_query), a.row_end);
+  return true;
+}
+
+// Where split `split` of a row's result goes: its output row (with 1 / sum as the factor)
+// when the row has one split, else the split's partial (factor 1, and (max, sum) written
+// by the caller through *state).
+__device__ inline float* result_target(const AttentionArgs& a, int32_t row, int32_t head, int32_t split,
+                                       int32_t row_splits, float sum, float* factor, float2** state) {
+  if (row_splits == 1) {
+    *factor = sum == 0.0f ? 0.0f : 1.0f / sum;
+    *state = nullptr;
+    return reinterpret_cast<float*>(a.out + row * a.out_row_bytes) + head * a.head_dim;
+  }
+  const int64_t index = (static_cast<int64_t>(row - a.row_begin) * a.n_heads + head) * a.n_splits + split;
+  *factor = 1.0f;
+  *state = a.partial_state + index;
+  return a.partial_out + index * a.head_dim;
+}
+
+// --- the kernel on tensor cores (attention_mma.cu) ----------------------------------
+
+// Whether it takes this head size (a multiple of 16, at most kMaxHeadDim).
+bool attention_mma_takes_head_dim(int32_t head_dim);
+
+// The most query rows x heads one of its blocks takes for this head size.
+int32_t attention_mma_block_rows(int32_t head_dim);
+
+// Launches it over `grid` (x: the launch's rows, y: KV heads x head chunks, z: splits).
+Status launch_attention_mma(const Context& ctx, const AttentionArgs& a, dim3 grid);
+
+}  // namespace pagoda::backend::cuda
