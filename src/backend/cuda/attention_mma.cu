@@ -13,8 +13,8 @@
 // Precision: q (f32) enters as two f16 halves, hi = f16(q) and lo = f16(q - hi), and
 // S = q_lo K + q_hi K, so the scores carry about 22 bits of q against the cache's exact
 // f16 K; likewise P (f32 weights in [0, 1]) as P_lo V + P_hi V. The tensor cores'
-// products are exact and sum in f32: the outputs are within the scalar kernel's
-// tolerance of the f32 result. (A query beyond f16's range, |q| > 65504, is out of reach
+// products of f16 values are exact and their sums keep about f32's precision: the
+// outputs stay within the scalar kernel's tolerance of the f32 result. (A query beyond f16's range, |q| > 65504, is out of reach
 // of this kernel: such a model selects PAGODA_CUDA_ATTENTION=scalar.)
 //
 // Batch invariance: a pair's products on the tensor cores use its own row of A only, its
