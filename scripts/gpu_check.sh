@@ -230,10 +230,10 @@ stage_bisect() {
 }
 
 # Hardware counters of the decode step's kernels (Nsight Compute, where the machine has
-# it): DRAM throughput against peak, achieved occupancy and the limiters of a layer's
-# kernels at batch 1, op by op (graphs off), on the F16 and Q4_K_M models of the bench
-# stage, then decoding attention at 64 requests. The clocks are left as they are
-# (--clock-control none).
+# it): DRAM throughput against peak, achieved occupancy, what warps wait on (stall
+# reasons) and the limiters of a layer's kernels at batch 1, op by op (graphs off), on
+# the F16 and Q4_K_M models of the bench stage, then decoding attention at 64 requests.
+# The clocks are left as they are (--clock-control none).
 stage_kernels() {
   local log="$1" limit="$2" dir=/tmp/pagoda-bench-models model ncu_bin status=0
   ncu_bin=$(command -v ncu || find /opt/nvidia /usr/local/cuda* -name ncu -type f 2>/dev/null | head -n 1)
@@ -243,7 +243,7 @@ stage_kernels() {
     # Past the warm-up passes, 14 launches: about two layers of one decoding step.
     run_logged "$log" "$((limit / 2))" env PAGODA_CUDA_GRAPHS=0 "$ncu_bin" --clock-control none \
       --kernel-name regex:'matmul_pieces_kernel|attention_(mma_)?kernel|add_rms_norm_kernel|rope_kernel' \
-      --launch-skip 300 --launch-count 14 --section SpeedOfLight --section Occupancy --section LaunchStats \
+      --launch-skip 300 --launch-count 14 --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
       --csv --page details "$bundle/pagoda" bench --device cuda -m "$dir/$model.gguf" -p 0 -n 16 -r 1 ||
       status=1
   done
@@ -251,7 +251,7 @@ stage_kernels() {
   # 4300 launches of the two kernels): its kernel and the merge.
   run_logged "$log" "$((limit / 3))" env PAGODA_CUDA_GRAPHS=0 "$ncu_bin" --clock-control none \
     --kernel-name regex:'attention_(mma_)?kernel|merge_splits_kernel' --launch-skip 4600 --launch-count 4 \
-    --section SpeedOfLight --section Occupancy --section LaunchStats --csv --page details \
+    --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats --csv --page details \
     "$bundle/pagoda" bench --device cuda -m "$dir/llama-1b-f16.gguf" --concurrency 64 --num-requests 64 \
     --prompt-len 512 --gen-len 32 || status=1
   note="$(grep -c '"DRAM Throughput"' "$log") kernels measured"
