@@ -14,7 +14,8 @@
 // and up row j in one block and writes silu(gate) * up, the silu_mul op's bits. On sm_90
 // a block issues its first weight loads before the kernel that writes x has finished
 // (launch_order.cuh). Formats without piece decoders, and rows or activations not
-// aligned for their loads, go through the staged kernel (matmul_vec_staged.cu).
+// aligned for their loads, go through the staged kernel (matmul_vec_staged.cu); Q4_K,
+// Q5_K and Q6_K through the integer kernel (matmul_vec_k8.cu) where it takes them.
 
 #include <cuda_fp16.h>
 
@@ -296,6 +297,10 @@ Status matmul_vec(const Context& ctx, const TensorView& x, std::span<const Matmu
     }
   }
   const VecTargets gathered = vec_targets(targets);
+  if (matmul_vec_k8_takes(ctx, x, targets)) {
+    return matmul_vec_k8(ctx, x, w0.type, gathered, static_cast<int64_t>(targets[0].y.nb[1] / sizeof(float)),
+                         /*swiglu=*/false);
+  }
   const Launcher launcher = launcher_for<false>(ctx, x, targets);
   if (launcher == nullptr) return matmul_vec_staged(ctx, x, w0, targets[0].y, gathered, /*swiglu=*/false);
   Args a = common_args(x, w0, targets[0].y);
@@ -314,6 +319,10 @@ Status matmul_vec_swiglu(const Context& ctx, const TensorView& x, const TensorVi
   if (w_gate.ne[1] == 0) return {};
   const MatmulTarget pair[] = {{w_gate, out}, {w_up, out}};
   const VecTargets gathered = swiglu_targets(w_gate, w_up, out);
+  if (matmul_vec_k8_takes(ctx, x, pair)) {
+    return matmul_vec_k8(ctx, x, w_gate.type, gathered, static_cast<int64_t>(out.nb[1] / sizeof(float)),
+                         /*swiglu=*/true);
+  }
   const Launcher launcher = launcher_for<true>(ctx, x, pair);
   if (launcher == nullptr) return matmul_vec_staged(ctx, x, w_gate, out, gathered, /*swiglu=*/true);
   Args a = common_args(x, w_gate, out);

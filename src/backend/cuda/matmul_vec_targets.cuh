@@ -1,6 +1,6 @@
 #pragma once
-// What the two few-token kernels (matmul_vec.cu's piece kernel and matmul_vec_staged.cu)
-// share: the weights of one launch (up to kVecMaxTargets of one type and row length, their
+// What the few-token kernels (matmul_vec.cu's piece kernel, matmul_vec_staged.cu and
+// matmul_vec_k8.cu) share: the weights of one launch (up to kVecMaxTargets of one type and row length, their
 // rows numbered one after another), built once by matmul_vec from the views it checked,
 // the SwiGLU forms' activation, and the launch that may start before the kernel before it
 // ends (launch_order.cuh).
@@ -99,6 +99,16 @@ Status launch_early_start(const Context& ctx, dim3 grid, dim3 block, Kernel kern
   }
   return launch_status(what);
 }
+
+// Whether the k-quants' integer kernel (matmul_vec_k8.cu) takes these weights and x:
+// Q4_K, Q5_K or Q6_K rows of up to 16384 values, aligned for its loads, with a workspace
+// for x's Q8_K rows. It depends on the weights and the backend, never on the tokens.
+bool matmul_vec_k8_takes(const Context& ctx, const TensorView& x, std::span<const MatmulTarget> targets);
+
+// That kernel on weights matmul_vec or matmul_vec_swiglu checked and gathered (type: the
+// weights'; y_stride: every y's row stride in floats).
+Status matmul_vec_k8(const Context& ctx, const TensorView& x, DType type, const VecTargets& targets,
+                     int64_t y_stride, bool swiglu);
 
 // The staged kernel on weights matmul_vec or matmul_vec_swiglu checked and gathered: x's
 // rows against `targets` (w0 and y0: the first weight and its y, which give the row

@@ -1,0 +1,169 @@
+// The few-token products of Q4_K, Q5_K and Q6_K weights (matmul_vec_k8.cu) are the CPU's
+// scalar dot products bit for bit: each output equals quant's scalar kernel on the
+// weight row and the token's x quantized to Q8_K on the host. Rows of 1 to 64 blocks,
+// 1 to 8 tokens, alone and as a layer's q, k and v in one launch; x rows that are all
+// zeros or whose largest magnitudes tie; the fused SwiGLU against the unfused products
+// followed by silu_mul on the GPU. A wrong nibble, scale, sum or block order changes the
+// bits.
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "cuda_test_util.h"
+#include "quant/blocks.h"
+#include "quant/dot.h"
+#include "weight_test_util.h"
+
+namespace pagoda::backend::cuda_testing {
+namespace {
+
+constexpr DType kKQuants[] = {DType::Q4_K, DType::Q5_K, DType::Q6_K};
+
+// y[t][j] = the scalar CPU dot of row j with x row t quantized to Q8_K.
+std::vector<float> cpu_products(const HostWeights& w, const std::vector<float>& x, int64_t n_tokens) {
+  const quant::DotKernel* kernel = quant::find_dot_kernel(w.type, Isa::kScalar);
+  EXPECT_NE(kernel, nullptr);
+  EXPECT_EQ(kernel->activation, DType::Q8_K);
+  std::vector<float> y(static_cast<size_t>(n_tokens * w.n_out));
+  std::vector<std::vector<std::byte>> activations(static_cast<size_t>(n_tokens));
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    activations[static_cast<size_t>(t)].resize(static_cast<size_t>(w.n_in / 256) * sizeof(quant::BlockQ8_K));
+    kernel->quantize(x.data() + t * w.n_in, activations[static_cast<size_t>(t)].data(), w.n_in);
+  }
+  parallel_for(w.n_out, [&](int64_t j) {
+    for (int64_t t = 0; t < n_tokens; ++t) {
+      y[static_cast<size_t>(t * w.n_out + j)] =
+          kernel->dot(w.n_in, w.bytes.data() + j * w.row_size(), activations[static_cast<size_t>(t)].data());
+    }
+  });
+  return y;
+}
+
+// The first output whose bits differ ("" when none): got rows y_stride floats apart.
+std::string first_difference(const std::vector<float>& got, int64_t y_stride, const std::vector<float>& want,
+                             int64_t n_out, int64_t n_tokens) {
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    for (int64_t j = 0; j < n_out; ++j) {
+      const float g = got[static_cast<size_t>(t * y_stride + j)], w = want[static_cast<size_t>(t * n_out + j)];
+      if (std::memcmp(&g, &w, sizeof(float)) != 0) {
+        return "y[" + std::to_string(t) + "][" + std::to_string(j) + "] = " + std::to_string(g) + ", cpu " +
+               std::to_string(w);
+      }
+    }
+  }
+  return "";
+}
+
+// x [n_tokens][n_in]: normal values, but row 1 all zeros and row 2 with ties: every value
+// +-1.5 but for a few smaller ones, so the first of equal magnitudes sets the scale.
+std::vector<float> activations_with_edges(int64_t n_in, int64_t n_tokens, uint32_t seed) {
+  std::vector<float> x = random_rows(n_in, n_tokens, seed);
+  if (n_tokens > 1) std::fill(x.begin() + n_in, x.begin() + 2 * n_in, 0.0f);
+  if (n_tokens > 2) {
+    for (int64_t i = 0; i < n_in; ++i) x[static_cast<size_t>(2 * n_in + i)] = i % 7 == 3 ? 0.25f : (i % 2 ? 1.5f : -1.5f);
+  }
+  return x;
+}
+
+class CudaKQuantIntegers : public ::testing::TestWithParam<DType> {
+ protected:
+  void SetUp() override { PAGODA_SKIP_WITHOUT_CUDA(); }
+};
+
+TEST_P(CudaKQuantIntegers, ProductsAreTheCpuScalarDotBitForBit) {
+  std::unique_ptr<Backend> gpu = make_backend();
+  ASSERT_NE(gpu, nullptr);
+  struct Shape {
+    int64_t n_in, n_out;
+  };
+  uint32_t seed = 700;
+  for (const Shape shape : {Shape{256, 3}, Shape{2048, 37}, Shape{8192, 19}, Shape{16384, 5}}) {
+    HostWeights host = make_weights(GetParam(), shape.n_in, shape.n_out, ++seed);
+    Expected<TensorView> w = gpu->upload_weight(host.view());
+    ASSERT_TRUE(w.ok()) << w.status().message();
+    const std::vector<float> x = activations_with_edges(shape.n_in, 8, ++seed);
+    DeviceTensor dx = upload(*gpu, x, shape.n_in, 8), dy = allocate(*gpu, shape.n_out, 8, 3);
+    for (const int64_t n : {1, 2, 5, 8}) {
+      fill(*gpu, dy);
+      TensorView xv = dx.view, yv = dy.view;
+      xv.ne[1] = yv.ne[1] = n;
+      gpu->matmul(*w, xv, yv);
+      gpu->synchronize();
+      const Status status = gpu->take_error();
+      ASSERT_TRUE(status.ok()) << status.message();
+      EXPECT_EQ(first_difference(download_whole(*gpu, dy), dy.stride, cpu_products(host, x, n), shape.n_out, n), "")
+          << dtype_name(GetParam()) << " [" << shape.n_out << "][" << shape.n_in << "], " << n << " tokens";
+    }
+  }
+}
+
+// q, k and v of a 1B layer in one launch, outputs side by side in one buffer.
+TEST_P(CudaKQuantIntegers, QkvInOneLaunchAreEachProduct) {
+  std::unique_ptr<Backend> gpu = make_backend();
+  ASSERT_NE(gpu, nullptr);
+  const int64_t n_in = 2048, widths[] = {2048, 512, 512}, offsets[] = {0, 2048, 2560}, width = 3072;
+  std::vector<HostWeights> hosts;
+  std::vector<TensorView> ws;
+  for (int k = 0; k < 3; ++k) {
+    hosts.push_back(make_weights(GetParam(), n_in, widths[k], 800 + static_cast<uint32_t>(k)));
+    Expected<TensorView> w = gpu->upload_weight(hosts.back().view());
+    ASSERT_TRUE(w.ok()) << w.status().message();
+    ws.push_back(*w);
+  }
+  const std::vector<float> x = activations_with_edges(n_in, 8, 810);
+  DeviceTensor dx = upload(*gpu, x, n_in, 8), dy = allocate(*gpu, width, 8);
+  for (const int64_t n : {1, 8}) {
+    fill(*gpu, dy);
+    TensorView xv = dx.view;
+    xv.ne[1] = n;
+    MatmulTarget targets[3];
+    for (int k = 0; k < 3; ++k) {
+      TensorView y = dy.view;
+      y.data = static_cast<float*>(dy.view.data) + offsets[k];
+      y.ne[0] = widths[k];
+      y.ne[1] = n;
+      targets[k] = {ws[static_cast<size_t>(k)], y};
+    }
+    gpu->matmuls(xv, targets);
+    gpu->synchronize();
+    ASSERT_TRUE(gpu->take_error().ok());
+    const std::vector<float> whole = download_whole(*gpu, dy);
+    for (int k = 0; k < 3; ++k) {
+      const std::vector<float> part(whole.begin() + offsets[k], whole.end());
+      EXPECT_EQ(first_difference(part, width, cpu_products(hosts[static_cast<size_t>(k)], x, n), widths[k], n), "")
+          << dtype_name(GetParam()) << " target " << k << ", " << n << " tokens";
+    }
+  }
+}
+
+// One token through the fused SwiGLU: the bits of the two products (each the CPU's dot)
+// followed by the silu_mul op.
+TEST_P(CudaKQuantIntegers, FusedSwiGluIsTheProductsThenSiluMul) {
+  std::unique_ptr<Backend> gpu = make_backend();
+  ASSERT_NE(gpu, nullptr);
+  const int64_t n_in = 2048, n_ff = 8192;
+  HostWeights host_gate = make_weights(GetParam(), n_in, n_ff, 820), host_up = make_weights(GetParam(), n_in, n_ff, 821);
+  Expected<TensorView> w_gate = gpu->upload_weight(host_gate.view()), w_up = gpu->upload_weight(host_up.view());
+  ASSERT_TRUE(w_gate.ok() && w_up.ok());
+  const std::vector<float> x = random_rows(n_in, 1, 822);
+  DeviceTensor dx = upload(*gpu, x, n_in, 1);
+  DeviceTensor fused = allocate(*gpu, n_ff, 1), gate = allocate(*gpu, n_ff, 1), up = allocate(*gpu, n_ff, 1),
+               unfused = allocate(*gpu, n_ff, 1);
+  gpu->matmuls_swiglu(dx.view, *w_gate, *w_up, fused.view, up.view, fused.view);
+  gpu->matmul(*w_gate, dx.view, gate.view);
+  gpu->matmul(*w_up, dx.view, up.view);
+  gpu->silu_mul(gate.view, up.view, unfused.view);
+  gpu->synchronize();
+  ASSERT_TRUE(gpu->take_error().ok());
+  EXPECT_EQ(first_difference(download_whole(*gpu, gate), n_ff, cpu_products(host_gate, x, 1), n_ff, 1), "");
+  const std::vector<float> want = download_whole(*gpu, unfused);
+  EXPECT_EQ(first_difference(download_whole(*gpu, fused), n_ff, want, n_ff, 1), "") << dtype_name(GetParam());
+}
+
+INSTANTIATE_TEST_SUITE_P(KQuants, CudaKQuantIntegers, ::testing::ValuesIn(kKQuants), type_test_name);
+
+}  // namespace
+}  // namespace pagoda::backend::cuda_testing
