@@ -134,13 +134,15 @@ stage_bench() {
     run_logged "$log" "$limit" "$bundle/pagoda" bench --device cuda -m "$dir/$model.gguf" -p 512 -n 128 -r 3 || status=1
   done
   # The decode path's parts side by side, one left out at a time: the staged and the
-  # first few-token kernel instead of the piece kernel, the k-quants on the piece
-  # kernel's f32 decoders instead of in integers, no CUDA graphs, no early-starting
+  # first few-token kernel instead of the piece kernel, the quantized formats on the
+  # piece kernel's f32 decoders instead of in integers, no CUDA graphs, no early-starting
   # matmul.
   local variant
-  for variant in "PAGODA_CUDA_MATVEC=staged" "PAGODA_CUDA_MATVEC=rowwise" "PAGODA_CUDA_KQUANTS=float" \
+  for variant in "PAGODA_CUDA_MATVEC=staged" "PAGODA_CUDA_MATVEC=rowwise" "PAGODA_CUDA_INTEGER_DOTS=0" \
     "PAGODA_CUDA_GRAPHS=0" "PAGODA_CUDA_PDL=0"; do
-    for model in llama-1b-f16 llama-1b-q4_k_m; do
+    local models="llama-1b-f16 llama-1b-q4_k_m"
+    [[ $variant == *INTEGER_DOTS* ]] && models="llama-1b-q8_0 llama-1b-q4_k_m"
+    for model in $models; do
       echo "variant: $variant" >>"$log"
       run_logged "$log" "$limit" env $variant "$bundle/pagoda" bench --device cuda -m "$dir/$model.gguf" -p 0 -n 128 \
         -r 3 || status=1
@@ -204,7 +206,7 @@ stage_serve_e2e() {
 # names) with the decode path's parts turned off one at a time, to say which part a
 # failure comes from: the piece kernel (the staged one instead), CUDA graphs, the
 # early-starting matmul, attention's row groups, attention on tensor cores, the
-# k-quants in integers.
+# quantized formats in integers.
 stage_bisect() {
   local log="$1" limit="$2" entry stage binary filter variant status verdicts=""
   [[ -n "$failed_stages" ]] || { note="no test stage failed"; return 2; }
@@ -220,7 +222,7 @@ stage_bisect() {
     fi
     echo "== $stage: $filter" >>"$log"
     for variant in "PAGODA_CUDA_MATVEC=staged" "PAGODA_CUDA_GRAPHS=0" "PAGODA_CUDA_PDL=0" \
-      "PAGODA_CUDA_ATTENTION_GROUPS=0" "PAGODA_CUDA_ATTENTION=scalar" "PAGODA_CUDA_KQUANTS=float"; do
+      "PAGODA_CUDA_ATTENTION_GROUPS=0" "PAGODA_CUDA_ATTENTION=scalar" "PAGODA_CUDA_INTEGER_DOTS=0"; do
       echo "variant: $variant" >>"$log"
       run_logged "$log" $((limit / 4)) env $variant PAGODA_TEST_DEVICE=cuda "$binary" --gtest_brief=1 \
         --gtest_filter="$filter"
@@ -244,7 +246,7 @@ stage_kernels() {
   for model in llama-1b-f16 llama-1b-q4_k_m; do
     # Past the warm-up passes, 18 launches: about two layers of one decoding step.
     run_logged "$log" "$((limit / 2))" env PAGODA_CUDA_GRAPHS=0 "$ncu_bin" --clock-control none \
-      --kernel-name regex:'matmul_pieces_kernel|matmul_k8_kernel|quantize_q8k_kernel|attention_(mma_)?kernel|add_rms_norm_kernel|rope_kernel' \
+      --kernel-name regex:'matmul_pieces_kernel|matmul_int8_kernel|quantize_q8|attention_(mma_)?kernel|add_rms_norm_kernel|rope_kernel' \
       --launch-skip 300 --launch-count 18 --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
       --csv --page details "$bundle/pagoda" bench --device cuda -m "$dir/$model.gguf" -p 0 -n 16 -r 1 ||
       status=1

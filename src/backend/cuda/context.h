@@ -74,10 +74,10 @@ struct Context {
   // Attention on tensor cores where the cache and head size allow it (attention_mma.cu);
   // PAGODA_CUDA_ATTENTION=scalar keeps every model on the scalar kernel, to compare.
   bool attention_tensor_cores = true;
-  // Few-token products of Q4_K, Q5_K and Q6_K weights in integers against Q8_K
-  // activations, as the CPU computes them (matmul_vec_k8.cu); PAGODA_CUDA_KQUANTS=float
-  // keeps them on the piece kernel's f32 decoders, to compare.
-  bool k_quants_in_integers = true;
+  // Few-token products of quantized weights in integers against 8-bit activations, as
+  // the CPU computes them (matmul_vec_int8.cu); PAGODA_CUDA_INTEGER_DOTS=0 keeps them on
+  // the piece kernel's f32 decoders, to compare.
+  bool quantized_in_integers = true;
 };
 
 }  // namespace pagoda::backend::cuda

@@ -122,7 +122,7 @@ Status CudaBackend::create_fixed_buffers() {
   ctx_.programmatic_launch = ctx_.cc_major >= 9 && !environment_says("PAGODA_CUDA_PDL", "0");
   ctx_.attention_row_groups = !environment_says("PAGODA_CUDA_ATTENTION_GROUPS", "0");
   ctx_.attention_tensor_cores = ctx_.cc_major >= 8 && !environment_says("PAGODA_CUDA_ATTENTION", "scalar");
-  ctx_.k_quants_in_integers = !environment_says("PAGODA_CUDA_KQUANTS", "float");
+  ctx_.quantized_in_integers = !environment_says("PAGODA_CUDA_INTEGER_DOTS", "0");
   const int host_threads = options_.host_threads > 0 ? options_.host_threads : std::min(physical_core_count(), 8);
   host_pool_ = std::make_unique<ThreadPool>(host_threads);
   graphs_enabled_ = options_.graphs && !options_.profile_ops && !environment_says("PAGODA_CUDA_GRAPHS", "0");

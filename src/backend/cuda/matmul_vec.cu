@@ -14,8 +14,9 @@
 // and up row j in one block and writes silu(gate) * up, the silu_mul op's bits. On sm_90
 // a block issues its first weight loads before the kernel that writes x has finished
 // (launch_order.cuh). Formats without piece decoders, and rows or activations not
-// aligned for their loads, go through the staged kernel (matmul_vec_staged.cu); Q4_K,
-// Q5_K and Q6_K through the integer kernel (matmul_vec_k8.cu) where it takes them.
+// aligned for their loads, go through the staged kernel (matmul_vec_staged.cu); the
+// formats the CPU multiplies in integers (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 and the k-quants)
+// through the integer kernel (matmul_vec_int8.cu) where it takes them.
 
 #include <cuda_fp16.h>
 
@@ -297,8 +298,8 @@ Status matmul_vec(const Context& ctx, const TensorView& x, std::span<const Matmu
     }
   }
   const VecTargets gathered = vec_targets(targets);
-  if (matmul_vec_k8_takes(ctx, x, targets)) {
-    return matmul_vec_k8(ctx, x, w0.type, gathered, static_cast<int64_t>(targets[0].y.nb[1] / sizeof(float)),
+  if (matmul_vec_int8_takes(ctx, x, targets)) {
+    return matmul_vec_int8(ctx, x, w0.type, gathered, static_cast<int64_t>(targets[0].y.nb[1] / sizeof(float)),
                          /*swiglu=*/false);
   }
   const Launcher launcher = launcher_for<false>(ctx, x, targets);
@@ -319,8 +320,8 @@ Status matmul_vec_swiglu(const Context& ctx, const TensorView& x, const TensorVi
   if (w_gate.ne[1] == 0) return {};
   const MatmulTarget pair[] = {{w_gate, out}, {w_up, out}};
   const VecTargets gathered = swiglu_targets(w_gate, w_up, out);
-  if (matmul_vec_k8_takes(ctx, x, pair)) {
-    return matmul_vec_k8(ctx, x, w_gate.type, gathered, static_cast<int64_t>(out.nb[1] / sizeof(float)),
+  if (matmul_vec_int8_takes(ctx, x, pair)) {
+    return matmul_vec_int8(ctx, x, w_gate.type, gathered, static_cast<int64_t>(out.nb[1] / sizeof(float)),
                          /*swiglu=*/true);
   }
   const Launcher launcher = launcher_for<true>(ctx, x, pair);

@@ -1,6 +1,6 @@
 #pragma once
 // What the few-token kernels (matmul_vec.cu's piece kernel, matmul_vec_staged.cu and
-// matmul_vec_k8.cu) share: the weights of one launch (up to kVecMaxTargets of one type and row length, their
+// matmul_vec_int8.cu) share: the weights of one launch (up to kVecMaxTargets of one type and row length, their
 // rows numbered one after another), built once by matmul_vec from the views it checked,
 // the SwiGLU forms' activation, and the launch that may start before the kernel before it
 // ends (launch_order.cuh).
@@ -78,14 +78,15 @@ inline VecTargets swiglu_targets(const TensorView& w_gate, const TensorView& w_u
   return s;
 }
 
-// kernel<<<grid, block>>>(args) on ctx's stream, allowed to start before the kernel
-// before it ends where ctx.programmatic_launch; `what` names it in errors.
+// kernel<<<grid, block, shared_bytes>>>(args) on ctx's stream, allowed to start before
+// the kernel before it ends where ctx.programmatic_launch; `what` names it in errors.
 template <typename Kernel, typename KernelArgs>
 Status launch_early_start(const Context& ctx, dim3 grid, dim3 block, Kernel kernel, const KernelArgs& args,
-                          const char* what) {
+                          const char* what, size_t shared_bytes = 0) {
   cudaLaunchConfig_t config{};
   config.gridDim = grid;
   config.blockDim = block;
+  config.dynamicSmemBytes = shared_bytes;
   config.stream = ctx.stream;
   cudaLaunchAttribute early_start{};
   early_start.id = cudaLaunchAttributeProgrammaticStreamSerialization;
@@ -100,15 +101,16 @@ Status launch_early_start(const Context& ctx, dim3 grid, dim3 block, Kernel kern
   return launch_status(what);
 }
 
-// Whether the k-quants' integer kernel (matmul_vec_k8.cu) takes these weights and x:
-// Q4_K, Q5_K or Q6_K rows of up to 16384 values, aligned for its loads, with a workspace
-// for x's Q8_K rows. It depends on the weights and the backend, never on the tokens.
-bool matmul_vec_k8_takes(const Context& ctx, const TensorView& x, std::span<const MatmulTarget> targets);
+// Whether the integer kernel (matmul_vec_int8.cu) takes these weights and x: Q8_0, Q4_0,
+// Q4_1, Q5_0, Q5_1, Q4_K, Q5_K or Q6_K rows of up to 384 blocks, aligned for its loads,
+// with a workspace for x's quantized rows. It depends on the weights and the backend,
+// never on the tokens.
+bool matmul_vec_int8_takes(const Context& ctx, const TensorView& x, std::span<const MatmulTarget> targets);
 
 // That kernel on weights matmul_vec or matmul_vec_swiglu checked and gathered (type: the
 // weights'; y_stride: every y's row stride in floats).
-Status matmul_vec_k8(const Context& ctx, const TensorView& x, DType type, const VecTargets& targets,
-                     int64_t y_stride, bool swiglu);
+Status matmul_vec_int8(const Context& ctx, const TensorView& x, DType type, const VecTargets& targets,
+                       int64_t y_stride, bool swiglu);
 
 // The staged kernel on weights matmul_vec or matmul_vec_swiglu checked and gathered: x's
 // rows against `targets` (w0 and y0: the first weight and its y, which give the row

@@ -5,8 +5,7 @@
 // a matrix starting 2 bytes into its allocation and ending at its last byte).
 //
 // Tolerances as matmul_test.cpp argues them: |gpu - ref| <= tol * S, S = sqrt(sum of the
-// squared terms), tol 1e-4 on the f32 path (n <= 8), 6e-2 on the k-quants' integer one
-// (n <= 8) and 5e-3 on the f16 one. For
+// squared terms), tol 1e-4 on the f32 path (n <= 8), 6e-2 on the integer one (n <= 8) and 5e-3 on the f16 one. For
 // silu(g) * u, a change dg of g moves it by at most 1.1 |u| dg and du by |silu(g)| du.
 
 #include <gtest/gtest.h>
@@ -26,8 +25,7 @@ namespace {
 constexpr int64_t kVecMaxTokens = 8;  // weight_kernels.h: the few-token kernel's limit
 
 double tolerance(DType type, int64_t n_tokens) {
-  const bool k_quant = type == DType::Q4_K || type == DType::Q5_K || type == DType::Q6_K;
-  if (n_tokens <= kVecMaxTokens && k_quant) return 6e-2;  // x in Q8_K, as matmul_test.cpp argues
+  if (n_tokens <= kVecMaxTokens && multiplied_in_integers(type)) return 6e-2;  // x in 8 bits: matmul_test.cpp
   return n_tokens <= kVecMaxTokens || type == DType::F32 || type == DType::BF16 ? 1e-4 : 5e-3;
 }
 

@@ -14,10 +14,11 @@
 //   a relative error of up to 2^-11 each per term, so the error is a sum of n_in random
 //   terms of about 4e-4 |w_i x_i|: ~4e-4 S, up to ~2e-3 S over the millions of outputs
 //   checked; tol = 5e-3.
-// - Q4_K, Q5_K and Q6_K on the few-token path: products in integers against x quantized
-//   to 8 bits per 256 values (the CPU's Q8_K; matmul_k8_test.cpp checks those bits). x's
-//   rounding, up to d / 2 with d = max|x| / 127 (about 2.9 / 127 for 256 normal values),
-//   adds noise of about d / sqrt(12) ||w|| = 6.6e-3 S; tol = 6e-2, nine of those.
+// - the formats multiplied in integers on the few-token path (Q8_0, Q4_0, Q4_1, Q5_0,
+//   Q5_1 and the k-quants): against x quantized to 8 bits per 32 or 256 values, as the
+//   CPU quantizes it (matmul_int8_test.cpp checks those bits). x's rounding, up to d / 2
+//   with d = max|x| / 127 (at most about 2.9 / 127 for 256 normal values), adds noise of
+//   about d / sqrt(12) ||w|| = 6.6e-3 S; tol = 6e-2, nine of those.
 // Any indexing mistake moves an output by about S itself.
 
 #include <gtest/gtest.h>
@@ -38,14 +39,13 @@ namespace {
 
 constexpr double kF32PathTolerance = 1e-4;
 constexpr double kF16PathTolerance = 5e-3;
-constexpr double kQ8kPathTolerance = 6e-2;
+constexpr double kIntegerPathTolerance = 6e-2;
 constexpr int64_t kVecMaxTokens = 8;  // matmul.cu: more tokens than this go to cuBLAS
 
-// k_quant_integers: whether the backend multiplies few tokens of k-quants in integers
+// integers: whether the backend multiplies few tokens of these formats in integers
 // (not with PAGODA_CUDA_MATVEC=staged).
-double tolerance(DType type, int64_t n_tokens, bool k_quant_integers = true) {
-  const bool k_quant = type == DType::Q4_K || type == DType::Q5_K || type == DType::Q6_K;
-  if (n_tokens <= kVecMaxTokens && k_quant && k_quant_integers) return kQ8kPathTolerance;
+double tolerance(DType type, int64_t n_tokens, bool integers = true) {
+  if (n_tokens <= kVecMaxTokens && integers && multiplied_in_integers(type)) return kIntegerPathTolerance;
   const bool f32_path = n_tokens <= kVecMaxTokens || type == DType::F32 || type == DType::BF16;
   return f32_path ? kF32PathTolerance : kF16PathTolerance;
 }
@@ -93,7 +93,7 @@ struct Operands {
 // Poisons y, runs matmul on the first n rows and checks: no error, every output written
 // and finite, the checked tokens within tolerance, y's padding untouched.
 void check_run(Backend& gpu, const HostWeights& host, Operands& ops, const Reference& r, int64_t n,
-               bool k_quant_integers) {
+               bool integers) {
   fill(gpu, ops.y);
   TensorView x = ops.x.view, y = ops.y.view;
   x.ne[1] = y.ne[1] = n;
@@ -103,7 +103,7 @@ void check_run(Backend& gpu, const HostWeights& host, Operands& ops, const Refer
   ASSERT_TRUE(status.ok()) << dtype_name(host.type) << " n=" << n << ": " << status.message();
 
   const std::vector<float> whole = download_whole(gpu, ops.y);
-  const double tol = tolerance(host.type, n, k_quant_integers);
+  const double tol = tolerance(host.type, n, integers);
   int64_t n_bad = 0;
   std::ostringstream first_bad;
   auto report = [&](int64_t t, int64_t j, double got, double want, double allowed) {
@@ -135,7 +135,7 @@ void check_run(Backend& gpu, const HostWeights& host, Operands& ops, const Refer
 // Uploads w and a [kMaxTokens][n_in] x (capped at max_tokens rows), then checks each
 // token count.
 void check_shape(Backend& gpu, DType type, Shape shape, std::span<const int64_t> counts, int64_t max_tokens,
-                 int64_t x_pad, int64_t y_pad, uint32_t seed, bool k_quant_integers = true) {
+                 int64_t x_pad, int64_t y_pad, uint32_t seed, bool integers = true) {
   HostWeights host = make_weights(type, shape.n_in, shape.n_out, seed);
   const std::vector<float> x = random_rows(shape.n_in, max_tokens, seed + 1);
   const Reference r = reference(host, x, max_tokens);
@@ -145,7 +145,7 @@ void check_shape(Backend& gpu, DType type, Shape shape, std::span<const int64_t>
   ASSERT_NE(ops.x.buffer, nullptr);
   ASSERT_NE(ops.y.buffer, nullptr);
   for (const int64_t n : counts) {
-    if (n <= max_tokens) check_run(gpu, host, ops, r, n, k_quant_integers);
+    if (n <= max_tokens) check_run(gpu, host, ops, r, n, integers);
   }
 }
 
@@ -191,7 +191,7 @@ TEST_P(CudaMatmulTest, StagedKernelMatchesTheDequantizedProduct) {
   unsetenv("PAGODA_CUDA_MATVEC");
   ASSERT_NE(gpu, nullptr);
   const int64_t counts[] = {1, 2, 8};
-  check_shape(*gpu, GetParam(), {2048, 2048}, counts, 8, 0, 0, 400, /*k_quant_integers=*/false);
+  check_shape(*gpu, GetParam(), {2048, 2048}, counts, 8, 0, 0, 400, /*integers=*/false);
 }
 
 INSTANTIATE_TEST_SUITE_P(AllWeightTypes, CudaMatmulTest, ::testing::ValuesIn(kWeightTypes), type_test_name);

@@ -27,6 +27,18 @@ inline constexpr DType kWeightTypes[] = {DType::F32,  DType::F16,  DType::BF16, 
 
 inline bool is_plain_type(DType type) { return type == DType::F32 || type == DType::F16 || type == DType::BF16; }
 
+// The formats the few-token path multiplies in integers against 8-bit activations
+// (matmul_vec_int8.cu), as the CPU does.
+inline bool multiplied_in_integers(DType type) {
+  switch (type) {
+    case DType::Q8_0: case DType::Q4_0: case DType::Q4_1: case DType::Q5_0: case DType::Q5_1:
+    case DType::Q4_K: case DType::Q5_K: case DType::Q6_K:
+      return true;
+    default:
+      return false;
+  }
+}
+
 // fn(i) for every i in [0, n), in contiguous ranges over the host's cores.
 inline void parallel_for(int64_t n, const std::function<void(int64_t)>& fn) {
   const int64_t n_threads = std::clamp<int64_t>(std::thread::hardware_concurrency(), 1, 32);

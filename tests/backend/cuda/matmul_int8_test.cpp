@@ -1,10 +1,11 @@
-// The few-token products of Q4_K, Q5_K and Q6_K weights (matmul_vec_k8.cu) are the CPU's
-// scalar dot products bit for bit: each output equals quant's scalar kernel on the
-// weight row and the token's x quantized to Q8_K on the host. Rows of 1 to 64 blocks,
-// 1 to 8 tokens, alone and as a layer's q, k and v in one launch; x rows that are all
-// zeros or whose largest magnitudes tie; the fused SwiGLU against the unfused products
-// followed by silu_mul on the GPU. A wrong nibble, scale, sum or block order changes the
-// bits.
+// The few-token products of quantized weights in integers (matmul_vec_int8.cu) are the
+// CPU's scalar dot products bit for bit: each output equals quant's scalar kernel on the
+// weight row and the token's x quantized (Q8_0, Q8_1 or Q8_K, as the CPU pairs them) on
+// the host. Every format the kernel takes; rows of 1 block to its limit of 384, 1 to 8
+// tokens, alone and as a layer's q, k and v in one launch; x rows that are all zeros or
+// whose largest magnitudes tie; the fused SwiGLU against the unfused products followed
+// by silu_mul on the GPU. A wrong nibble, fifth bit, scale, sum or block order changes
+// the bits.
 
 #include <gtest/gtest.h>
 
@@ -12,25 +13,26 @@
 #include <string>
 #include <vector>
 
+#include "core/dtype.h"
 #include "cuda_test_util.h"
-#include "quant/blocks.h"
 #include "quant/dot.h"
 #include "weight_test_util.h"
 
 namespace pagoda::backend::cuda_testing {
 namespace {
 
-constexpr DType kKQuants[] = {DType::Q4_K, DType::Q5_K, DType::Q6_K};
+constexpr DType kIntegerFormats[] = {DType::Q8_0, DType::Q4_0, DType::Q4_1, DType::Q5_0,
+                                     DType::Q5_1, DType::Q4_K, DType::Q5_K, DType::Q6_K};
+constexpr int64_t kMaxBlocks = 384;  // matmul_vec_int8.cu: longer rows take the piece kernel
 
-// y[t][j] = the scalar CPU dot of row j with x row t quantized to Q8_K.
+// y[t][j] = the scalar CPU dot of row j with x row t quantized as the CPU quantizes it.
 std::vector<float> cpu_products(const HostWeights& w, const std::vector<float>& x, int64_t n_tokens) {
   const quant::DotKernel* kernel = quant::find_dot_kernel(w.type, Isa::kScalar);
   EXPECT_NE(kernel, nullptr);
-  EXPECT_EQ(kernel->activation, DType::Q8_K);
   std::vector<float> y(static_cast<size_t>(n_tokens * w.n_out));
   std::vector<std::vector<std::byte>> activations(static_cast<size_t>(n_tokens));
   for (int64_t t = 0; t < n_tokens; ++t) {
-    activations[static_cast<size_t>(t)].resize(static_cast<size_t>(w.n_in / 256) * sizeof(quant::BlockQ8_K));
+    activations[static_cast<size_t>(t)].resize(static_cast<size_t>(row_bytes(kernel->activation, w.n_in)));
     kernel->quantize(x.data() + t * w.n_in, activations[static_cast<size_t>(t)].data(), w.n_in);
   }
   parallel_for(w.n_out, [&](int64_t j) {
@@ -68,19 +70,20 @@ std::vector<float> activations_with_edges(int64_t n_in, int64_t n_tokens, uint32
   return x;
 }
 
-class CudaKQuantIntegers : public ::testing::TestWithParam<DType> {
+class CudaIntegerProducts : public ::testing::TestWithParam<DType> {
  protected:
   void SetUp() override { PAGODA_SKIP_WITHOUT_CUDA(); }
 };
 
-TEST_P(CudaKQuantIntegers, ProductsAreTheCpuScalarDotBitForBit) {
+TEST_P(CudaIntegerProducts, ProductsAreTheCpuScalarDotBitForBit) {
   std::unique_ptr<Backend> gpu = make_backend();
   ASSERT_NE(gpu, nullptr);
   struct Shape {
     int64_t n_in, n_out;
   };
   uint32_t seed = 700;
-  for (const Shape shape : {Shape{256, 3}, Shape{2048, 37}, Shape{8192, 19}, Shape{16384, 5}}) {
+  const int64_t block = traits(GetParam()).block_size;
+  for (const Shape shape : {Shape{block, 3}, Shape{2048, 37}, Shape{8192, 19}, Shape{kMaxBlocks * block, 5}}) {
     HostWeights host = make_weights(GetParam(), shape.n_in, shape.n_out, ++seed);
     Expected<TensorView> w = gpu->upload_weight(host.view());
     ASSERT_TRUE(w.ok()) << w.status().message();
@@ -101,7 +104,7 @@ TEST_P(CudaKQuantIntegers, ProductsAreTheCpuScalarDotBitForBit) {
 }
 
 // q, k and v of a 1B layer in one launch, outputs side by side in one buffer.
-TEST_P(CudaKQuantIntegers, QkvInOneLaunchAreEachProduct) {
+TEST_P(CudaIntegerProducts, QkvInOneLaunchAreEachProduct) {
   std::unique_ptr<Backend> gpu = make_backend();
   ASSERT_NE(gpu, nullptr);
   const int64_t n_in = 2048, widths[] = {2048, 512, 512}, offsets[] = {0, 2048, 2560}, width = 3072;
@@ -141,7 +144,7 @@ TEST_P(CudaKQuantIntegers, QkvInOneLaunchAreEachProduct) {
 
 // One token through the fused SwiGLU: the bits of the two products (each the CPU's dot)
 // followed by the silu_mul op.
-TEST_P(CudaKQuantIntegers, FusedSwiGluIsTheProductsThenSiluMul) {
+TEST_P(CudaIntegerProducts, FusedSwiGluIsTheProductsThenSiluMul) {
   std::unique_ptr<Backend> gpu = make_backend();
   ASSERT_NE(gpu, nullptr);
   const int64_t n_in = 2048, n_ff = 8192;
@@ -163,7 +166,7 @@ TEST_P(CudaKQuantIntegers, FusedSwiGluIsTheProductsThenSiluMul) {
   EXPECT_EQ(first_difference(download_whole(*gpu, fused), n_ff, want, n_ff, 1), "") << dtype_name(GetParam());
 }
 
-INSTANTIATE_TEST_SUITE_P(KQuants, CudaKQuantIntegers, ::testing::ValuesIn(kKQuants), type_test_name);
+INSTANTIATE_TEST_SUITE_P(Formats, CudaIntegerProducts, ::testing::ValuesIn(kIntegerFormats), type_test_name);
 
 }  // namespace
 }  // namespace pagoda::backend::cuda_testing

@@ -1,0 +1,257 @@
+// y = x W^T for a few tokens of quantized weights, multiplied as the CPU's scalar dot
+// products multiply them (quant/dot_scalar.cpp, quant/dot_k_scalar.cpp): x quantized to
+// the activation format the weights pair with (activations_q8.cu), each block's sums
+// taken in integers (dp4a), the block's value in f32 with the CPU's operations, and a
+// row's blocks added in order. So an output is the bits of quant's scalar dot product
+// of the row with x's quantized row, whatever the other tokens or rows of the call
+// (batch invariance). Formats: int8_formats.cuh (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1) and
+// int8_formats_k.cuh (Q4_K, Q5_K, Q6_K).
+//
+// Work: a thread takes one part of a block (the whole 32-value block, or a 64-value
+// quarter of a 256-value one) of kRows weight rows at once, so that each activation
+// load serves kRows rows; the parts of a block sit in neighbouring lanes, which add their
+// integer sums by shuffles. The block's value goes to shared memory, and one thread per
+// (row, token) adds the row's blocks in order. A block of 32 to 128 threads, as many as
+// a row has parts.
+
+#include <cuda_runtime.h>
+
+#include <string>
+
+#include "backend/cuda/int8_formats_k.cuh"
+#include "backend/cuda/launch_order.cuh"
+#include "backend/cuda/matmul_vec_targets.cuh"
+
+namespace pagoda::backend::cuda::weights {
+namespace {
+
+using int8_formats::kPartWords;
+using int8_formats::Part;
+using int8_formats::XScalars;
+
+constexpr int kRows = 4;  // weight rows per block: each activation load serves kRows rows
+constexpr int kMaxThreads = 128;
+// Shared memory for the blocks' values, kRows x tokens x blocks floats: at most 48 KiB
+// (the default limit), so rows of up to 384 blocks.
+constexpr int64_t kMaxSharedBytes = 48 * 1024;
+
+struct IntArgs {
+  VecTargets targets;
+  int n_blocks = 0;  // blocks per row
+  QuantizedRows x;
+  int64_t y_stride = 0;  // every target's y (and SwiGLU's out)
+  int n_tokens = 0;      // 1..kVecMaxTokens
+};
+
+// Row r (0..kRows) of block `group`: its target, and its row in it (SwiGLU: its item).
+// SwiGLU blocks take kRows / 2 items, gate and up rows alternating.
+template <bool kSwiGlu>
+__device__ __forceinline__ bool row_of(const IntArgs& a, int64_t group, int r, VecTarget& t, int64_t& index) {
+  constexpr int kItems = kSwiGlu ? kRows / 2 : kRows;
+  const int64_t item = group * kItems + (kSwiGlu ? r / 2 : r);
+  if (item >= a.targets.n_items) return false;
+  if constexpr (kSwiGlu) {
+    t = r % 2 == 0 ? a.targets.t0 : a.targets.t1;
+    index = item;
+  } else {
+    locate(a.targets, item, t, index);
+  }
+  return true;
+}
+
+// The activation scalars of part c of block b for token t.
+template <typename F>
+__device__ __forceinline__ XScalars x_scalars(const QuantizedRows& x, int n_blocks, int t, int b, int c) {
+  XScalars s;
+  const int64_t block = static_cast<int64_t>(t) * n_blocks + b;
+  s.d = x.d[block];
+  constexpr int kSums = F::kBlockValues / static_cast<int>(kQ8SumValues);  // sums a block
+  if constexpr (kSums == 1) {
+    s.sum[0] = x.sums[block];
+    if constexpr (F::kActivations == ActivationFormat::kQ8_1) s.s = x.s[block];
+  } else {
+    s.sum[0] = x.sums[block * kSums + 2 * c];
+    s.sum[1] = x.sums[block * kSums + 2 * c + 1];
+  }
+  return s;
+}
+
+template <typename F, bool kSwiGlu, int kTokens>
+__global__ void __launch_bounds__(kMaxThreads) matmul_int8_kernel(IntArgs a) {
+  extern __shared__ float block_values[];  // [kRows][n_tokens][n_blocks]
+  const int64_t group = blockIdx.x;
+  const uint8_t* row[kRows];
+  const uint8_t* end[kRows];
+  bool live[kRows];
+#pragma unroll
+  for (int r = 0; r < kRows; ++r) {
+    VecTarget t;
+    int64_t index = 0;
+    live[r] = row_of<kSwiGlu>(a, group, r, t, index);
+    row[r] = live[r] ? t.w + index * t.row_stride : nullptr;
+    end[r] = t.end;
+  }
+  allow_next_kernel();
+
+  const int lane = static_cast<int>(threadIdx.x) % 32;
+  const int n_parts = F::kParts * a.n_blocks;
+  bool waited = false;
+  // Whole warps go round together (the shuffles need every lane); lanes past the last
+  // part take part with zeros.
+  for (int base = static_cast<int>(threadIdx.x) - lane; base < n_parts; base += static_cast<int>(blockDim.x)) {
+    const int part = base + lane;
+    const bool active = part < n_parts;
+    const int b = part / F::kParts, c = part % F::kParts;
+    Part p[kRows];
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) {
+      if (active && live[r]) {
+        F::load(row[r] + static_cast<int64_t>(b) * sizeof(typename F::Block), c, end[r], p[r]);
+      } else {
+        p[r] = Part{};
+      }
+    }
+    // Weights are read-only: they are on their way before x (which the kernel before
+    // this one writes) may be read.
+    if (!waited) {
+      wait_for_previous_kernel();
+      waited = true;
+    }
+#pragma unroll
+    for (int t = 0; t < kTokens; ++t) {
+      if (t >= a.n_tokens) break;
+      int32_t x[kPartWords] = {};
+      XScalars xs;
+      if (active) {
+        const int8_t* xq = a.x.q + static_cast<int64_t>(t) * a.x.n + static_cast<int64_t>(b) * F::kBlockValues;
+#pragma unroll
+        for (int run = 0; run < F::kRuns; ++run) {
+          const uint4* q = reinterpret_cast<const uint4*>(xq + F::x_offset(c, run));
+          const uint4 v0 = q[0], v1 = q[1];
+          const uint32_t words[8] = {v0.x, v0.y, v0.z, v0.w, v1.x, v1.y, v1.z, v1.w};
+#pragma unroll
+          for (int i = 0; i < 8; ++i) x[8 * run + i] = static_cast<int32_t>(words[i]);
+        }
+        xs = x_scalars<F>(a.x, a.n_blocks, t, b, c);
+      }
+#pragma unroll
+      for (int r = 0; r < kRows; ++r) {
+        int sumi, summ;
+        F::sums(p[r], x, xs, sumi, summ);
+        // A block's parts are neighbouring lanes: integer sums, exact in any order.
+#pragma unroll
+        for (int offset = 1; offset < F::kParts; offset *= 2) {
+          sumi += __shfl_xor_sync(0xffffffffu, sumi, offset);
+          summ += __shfl_xor_sync(0xffffffffu, summ, offset);
+        }
+        if (active && c == 0 && live[r]) {
+          block_values[(r * a.n_tokens + t) * a.n_blocks + b] = F::value(p[r], xs, sumi, summ);
+        }
+      }
+    }
+  }
+  __syncthreads();
+  // Thread r * n_tokens + t adds row r's blocks for token t in order and writes the output.
+  const int mine = static_cast<int>(threadIdx.x);
+  if (mine >= kRows * a.n_tokens) return;
+  const int r = mine / a.n_tokens, t = mine % a.n_tokens;
+  if (!live[r] || (kSwiGlu && r % 2 == 1)) return;  // SwiGLU: the gate row's thread writes the item
+  VecTarget target;
+  int64_t index = 0;
+  row_of<kSwiGlu>(a, group, r, target, index);
+  const float* values = block_values + (r * a.n_tokens + t) * a.n_blocks;
+  float sum = 0.0f;
+  for (int b = 0; b < a.n_blocks; ++b) sum = __fadd_rn(sum, values[b]);
+  if constexpr (kSwiGlu) {
+    const float* up_values = values + a.n_tokens * a.n_blocks;  // row r + 1
+    float up = 0.0f;
+    for (int b = 0; b < a.n_blocks; ++b) up = __fadd_rn(up, up_values[b]);
+    target.y[t * a.y_stride + index] = silu_times(sum, up);
+  } else {
+    target.y[t * a.y_stride + index] = sum;
+  }
+}
+
+template <typename F, bool kSwiGlu>
+Status launch_int8(const Context& ctx, const IntArgs& a) {
+  constexpr int64_t kItems = kSwiGlu ? kRows / 2 : kRows;
+  const int parts = F::kParts * a.n_blocks;
+  const dim3 grid(static_cast<unsigned>((a.targets.n_items + kItems - 1) / kItems));
+  const dim3 block(static_cast<unsigned>(parts >= kMaxThreads ? kMaxThreads : (parts + 31) / 32 * 32));
+  const size_t shared = sizeof(float) * kRows * static_cast<size_t>(a.n_tokens) * static_cast<size_t>(a.n_blocks);
+  constexpr const char* kWhat = "matmul (integer kernel)";
+  if constexpr (kSwiGlu) {
+    return launch_early_start(ctx, grid, block, matmul_int8_kernel<F, true, 1>, a, kWhat, shared);
+  } else {
+    return a.n_tokens == 1
+               ? launch_early_start(ctx, grid, block, matmul_int8_kernel<F, false, 1>, a, kWhat, shared)
+               : launch_early_start(ctx, grid, block, matmul_int8_kernel<F, false, kVecMaxTokens>, a, kWhat, shared);
+  }
+}
+
+// x quantized to F's activations in workspace scratch, then the products.
+template <typename F>
+Status run_int8(const Context& ctx, const TensorView& x, const VecTargets& targets, int64_t y_stride, bool swiglu) {
+  ScratchScope scope(*ctx.workspace);
+  IntArgs a;
+  if (!take_quantized_rows(ctx, F::kActivations, x.ne[0], x.n_rows(), &a.x)) {
+    return resource_exhausted("matmul: the workspace has no room for the quantized activations");
+  }
+  PAGODA_TRY(quantize_rows(ctx, F::kActivations, x, a.x));
+  a.targets = targets;
+  a.n_blocks = static_cast<int>(x.ne[0] / F::kBlockValues);
+  a.y_stride = y_stride;
+  a.n_tokens = static_cast<int>(x.n_rows());
+  return swiglu ? launch_int8<F, true>(ctx, a) : launch_int8<F, false>(ctx, a);
+}
+
+// Calls fn(F{}) with the integer format of `type`; false where it has none.
+template <typename Fn>
+bool visit_int8_format(DType type, Fn&& fn) {
+  namespace f = int8_formats;
+  switch (type) {
+    case DType::Q8_0: fn(f::Q8_0{}); return true;
+    case DType::Q4_0: fn(f::Q4_0{}); return true;
+    case DType::Q4_1: fn(f::Q4_1{}); return true;
+    case DType::Q5_0: fn(f::Q5_0{}); return true;
+    case DType::Q5_1: fn(f::Q5_1{}); return true;
+    case DType::Q4_K: fn(f::Q4_K{}); return true;
+    case DType::Q5_K: fn(f::Q5_K{}); return true;
+    case DType::Q6_K: fn(f::Q6_K{}); return true;
+    default: return false;
+  }
+}
+
+}  // namespace
+
+bool matmul_vec_int8_takes(const Context& ctx, const TensorView& x, std::span<const MatmulTarget> targets) {
+  if (!ctx.quantized_in_integers || ctx.vec_kernel != VecKernel::kPieces || ctx.workspace == nullptr ||
+      x.type != DType::F32) {
+    return false;
+  }
+  const TensorView& w0 = targets[0].w;
+  bool takes = false;
+  visit_int8_format(w0.type, [&](auto format) {
+    using F = decltype(format);
+    const int64_t n_blocks = w0.ne[0] / F::kBlockValues;
+    // Sized for the most tokens, so that whether it takes them never depends on the count.
+    const int64_t shared = static_cast<int64_t>(sizeof(float)) * kRows * kVecMaxTokens * n_blocks;
+    takes = w0.ne[0] % F::kBlockValues == 0 && shared <= kMaxSharedBytes;
+    for (const MatmulTarget& t : targets) {
+      takes = takes && aligned_to(t.w.data, F::kAlign) && t.w.nb[1] % F::kAlign == 0;
+    }
+  });
+  return takes;
+}
+
+Status matmul_vec_int8(const Context& ctx, const TensorView& x, DType type, const VecTargets& targets,
+                       int64_t y_stride, bool swiglu) {
+  if (targets.n_items == 0 || x.n_rows() == 0) return {};
+  using Runner = Status (*)(const Context&, const TensorView&, const VecTargets&, int64_t, bool);
+  Runner runner = nullptr;
+  visit_int8_format(type, [&](auto format) { runner = &run_int8<decltype(format)>; });
+  if (runner == nullptr) return internal_error("matmul_vec_int8: no integer format for " + std::string(dtype_name(type)));
+  return runner(ctx, x, targets, y_stride, swiglu);
+}
+
+}  // namespace pagoda::backend::cuda::weights
