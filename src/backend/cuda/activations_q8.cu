@@ -79,10 +79,9 @@ __global__ void __launch_bounds__(kThreads) quantize_q8k_kernel(Args a) {
   if (lane == 0) a.out.d[block] = d;
   int8_t* q = a.out.q + token * a.out.n + in_row * 256 + kQ8kValuesPerLane * lane;
   *reinterpret_cast<uint2*>(q) = make_uint2(packed[0], packed[1]);
-  // Sums of 32: lanes 4k .. 4k + 3 hold values 32k .. 32k + 31.
+  // Sums of 16 (the CPU's bsums): lanes 2k and 2k + 1 hold values 16k .. 16k + 15.
   sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-  sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-  if (lane % 4 == 0) a.out.sums[block * (256 / kQ8SumValues) + lane / 4] = sum;
+  if (lane % 2 == 0) a.out.sums[block * (256 / 16) + lane / 2] = sum;
 }
 
 // One 32-value block per thread; kSums: Q8_1's s too.
@@ -132,10 +131,9 @@ bool take_quantized_rows(const Context& ctx, ActivationFormat format, int64_t n,
   const auto count = [&](int64_t per) { return static_cast<size_t>(n / per * n_tokens); };
   out->q = static_cast<int8_t*>(ctx.workspace->take(count(1)));
   out->d = static_cast<float*>(ctx.workspace->take(sizeof(float) * count(scale_values(format))));
-  out->sums = static_cast<int32_t*>(ctx.workspace->take(sizeof(int32_t) * count(kQ8SumValues)));
-  out->s = format == ActivationFormat::kQ8_1
-               ? static_cast<float*>(ctx.workspace->take(sizeof(float) * count(kQ8SumValues)))
-               : nullptr;
+  out->sums = static_cast<int32_t*>(ctx.workspace->take(sizeof(int32_t) * count(sum_values(format))));
+  out->s = format == ActivationFormat::kQ8_1 ? static_cast<float*>(ctx.workspace->take(sizeof(float) * count(32)))
+                                             : nullptr;
   return out->q != nullptr && out->d != nullptr && out->sums != nullptr &&
          (format != ActivationFormat::kQ8_1 || out->s != nullptr);
 }

@@ -18,17 +18,18 @@ namespace pagoda::backend::cuda {
 
 enum class ActivationFormat { kQ8_0, kQ8_1, kQ8_K };
 
-inline constexpr int64_t kQ8SumValues = 32;  // values per sum (and per Q8_0 / Q8_1 scale)
-
 // Values per scale d: 256 for Q8_K, 32 for the others.
 inline constexpr int64_t scale_values(ActivationFormat f) { return f == ActivationFormat::kQ8_K ? 256 : 32; }
+
+// Values per sum of quants: 16 for Q8_K (its bsums), 32 for the others.
+inline constexpr int64_t sum_values(ActivationFormat f) { return f == ActivationFormat::kQ8_K ? 16 : 32; }
 
 // Device arrays of n_tokens rows of n values (n a multiple of scale_values).
 struct QuantizedRows {
   int8_t* q = nullptr;      // [n_tokens][n]
   float* d = nullptr;       // [n_tokens][n / scale_values]: each scale (Q8_0, Q8_1: its f16 value)
   float* s = nullptr;       // [n_tokens][n / 32]: Q8_1's s (its f16 value); null for the others
-  int32_t* sums = nullptr;  // [n_tokens][n / 32]: the sum of each 32 quants
+  int32_t* sums = nullptr;  // [n_tokens][n / sum_values]: the sum of each 16 or 32 quants
   int64_t n = 0;
   int64_t n_tokens = 0;
 };

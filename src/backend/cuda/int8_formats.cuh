@@ -4,8 +4,8 @@
 // the activations' quants, and the block's f32 value from the whole block's sums, with
 // the operations of the CPU's scalar dot product (quant/dot_scalar.cpp,
 // quant/dot_k_scalar.cpp). This file: what every format shares, and the 32-value
-// formats Q8_0, Q4_0, Q4_1, Q5_0 and Q5_1 (one part a block, Q8_0 / Q8_1 activations);
-// int8_formats_k.cuh: the k-quants.
+// formats Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 and IQ4_NL (one part a block, Q8_0 / Q8_1
+// activations); int8_formats_k.cuh: the 256-value ones (Q8_K activations).
 //
 // A format F has: Block, kBlockValues, kParts (threads a block), kRuns (runs of 32
 // values a part: x words 8 a run), kAlign (the alignment its loads need of rows),
@@ -29,16 +29,18 @@ inline constexpr int kPartWords = 16;  // at most 64 int8 weights (two runs of 3
 // word), and the scales the format needs.
 struct Part {
   int32_t w[kPartWords];
-  int scale[4];
-  int min[2];
-  float d, m;  // the block's f16 scale and minimum (or dmin) as floats
+  int scale[4];  // per run (Q4_K, Q5_K, IQ4_XS: [0], [1]) or per 16 values (Q2_K, Q3_K, Q6_K)
+  int min[4];    // likewise (Q4_K, Q5_K: per run; Q2_K: per 16 values)
+  float d, m;    // the block's f16 scale and minimum (or dmin) as floats
 };
 
 // What a part needs of the activations besides their quants: the scale of the block
-// its values are in (Q8_0 / Q8_1 / Q8_K d), Q8_1's s, and the sums of its runs' quants.
+// its values are in (Q8_0 / Q8_1 / Q8_K d), Q8_1's s, and the sums of its quants: of the
+// block (32-value formats, sum[0]) or of each 16 values (the k-quants: sum[2 r], sum[2 r
+// + 1] for run r).
 struct XScalars {
   float d = 0.0f, s = 0.0f;
-  int32_t sum[2] = {0, 0};
+  int32_t sum[4] = {0, 0, 0, 0};
 };
 
 __device__ __forceinline__ int32_t dot_words(const int32_t* w, const int32_t* x, int n, int acc) {
@@ -48,7 +50,8 @@ __device__ __forceinline__ int32_t dot_words(const int32_t* w, const int32_t* x,
 }
 
 // N words of the bytes at p (2-byte aligned): N + 1 aligned words, shifted into place.
-// The last of those reaches 2 bytes past p + 4 N when p is not 4-aligned; where that
+// When p is not 4-aligned the first of those starts 2 bytes before p (inside the same
+// aligned word, so never a fault), and the last reaches 2 bytes past p + 4 N; where that
 // would pass `end` (the matrix's last byte + 1) only its first half is read.
 template <int N>
 __device__ __forceinline__ void load_words(const uint8_t* p, const uint8_t* end, uint32_t (&out)[N]) {
@@ -86,6 +89,25 @@ __device__ __forceinline__ void nibbles(const uint32_t (&q)[4], uint32_t qh, Par
     p.w[i] = static_cast<int32_t>(low);
     p.w[4 + i] = static_cast<int32_t>(high);
   }
+}
+
+// The IQ4_NL codebook (quant::kIQ4NLValues) as four words of four int8 values.
+constexpr uint32_t codebook_word(int w) {
+  uint32_t word = 0;
+  for (int i = 0; i < 4; ++i) word |= static_cast<uint32_t>(static_cast<uint8_t>(quant::kIQ4NLValues[4 * w + i])) << (8 * i);
+  return word;
+}
+inline constexpr uint32_t kCodebook0 = codebook_word(0), kCodebook1 = codebook_word(1), kCodebook2 = codebook_word(2),
+                          kCodebook3 = codebook_word(3);
+
+// The codebook values of four indices (bytes 0..15): entries i & 7 of each half picked
+// by byte permutes, the half by bit 3.
+__device__ __forceinline__ int32_t codebook_values(uint32_t indices) {
+  const uint32_t t = indices | (indices >> 4);
+  const uint32_t selector = ((t & 0xFFu) | ((t >> 8) & 0xFF00u)) & 0x7777u;
+  const uint32_t low = __byte_perm(kCodebook0, kCodebook1, selector), high = __byte_perm(kCodebook2, kCodebook3, selector);
+  const uint32_t upper = ((indices >> 3) & 0x01010101u) * 0xFFu;
+  return static_cast<int32_t>((high & upper) | (low & ~upper));
 }
 
 // The 32-value formats share one layout of activations: one run a block.
@@ -160,6 +182,30 @@ struct Q4_1Or5_1 : Format32 {
   }
   __device__ static float value(const Part& p, const XScalars& xs, int sumi, int) {
     return __fadd_rn(__fmul_rn(__fmul_rn(p.d, xs.d), static_cast<float>(sumi)), __fmul_rn(p.m, xs.s));
+  }
+};
+
+// IQ4_NL: indices into the codebook, low nibbles values 0..15, high ones 16..31:
+// (x.d d) float(sumi).
+struct IQ4_NL : Format32 {
+  using Block = quant::BlockIQ4_NL;
+  static constexpr ActivationFormat kActivations = ActivationFormat::kQ8_0;
+  __device__ static void load(const uint8_t* block, int, const uint8_t* end, Part& p) {
+    uint32_t q[4];
+    load_words<4>(block + offsetof(Block, qs), end, q);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      p.w[i] = codebook_values(q[i] & 0x0F0F0F0Fu);
+      p.w[4 + i] = codebook_values((q[i] >> 4) & 0x0F0F0F0Fu);
+    }
+    p.d = pieces_detail::half_bits_to_f32(pieces_detail::ldg_u16(block));
+  }
+  __device__ static void sums(const Part& p, const int32_t (&x)[kPartWords], const XScalars&, int& sumi, int& summ) {
+    sumi = dot_words(p.w, x, 8, 0);
+    summ = 0;
+  }
+  __device__ static float value(const Part& p, const XScalars& xs, int sumi, int) {
+    return __fmul_rn(__fmul_rn(xs.d, p.d), static_cast<float>(sumi));
   }
 };
 

@@ -15,8 +15,8 @@
 // a block issues its first weight loads before the kernel that writes x has finished
 // (launch_order.cuh). Formats without piece decoders, and rows or activations not
 // aligned for their loads, go through the staged kernel (matmul_vec_staged.cu); the
-// formats the CPU multiplies in integers (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 and the k-quants)
-// through the integer kernel (matmul_vec_int8.cu) where it takes them.
+// formats the CPU multiplies in integers (all but F32, F16 and BF16) through the integer
+// kernel (matmul_vec_int8.cu) where it takes them.
 
 #include <cuda_fp16.h>
 

@@ -4,8 +4,8 @@
 // taken in integers (dp4a), the block's value in f32 with the CPU's operations, and a
 // row's blocks added in order. So an output is the bits of quant's scalar dot product
 // of the row with x's quantized row, whatever the other tokens or rows of the call
-// (batch invariance). Formats: int8_formats.cuh (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1) and
-// int8_formats_k.cuh (Q4_K, Q5_K, Q6_K).
+// (batch invariance). Formats: int8_formats.cuh (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL)
+// and int8_formats_k.cuh (Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS).
 //
 // Work: a thread takes one part of a block (the whole 32-value block, or a 64-value
 // quarter of a 256-value one) of kRows weight rows at once, so that each activation
@@ -65,13 +65,18 @@ __device__ __forceinline__ XScalars x_scalars(const QuantizedRows& x, int n_bloc
   XScalars s;
   const int64_t block = static_cast<int64_t>(t) * n_blocks + b;
   s.d = x.d[block];
-  constexpr int kSums = F::kBlockValues / static_cast<int>(kQ8SumValues);  // sums a block
+  // Sums a block: of 16 values for Q8_K, 32 for the others (sum_values).
+  constexpr int64_t kSums = F::kBlockValues / (F::kActivations == ActivationFormat::kQ8_K ? 16 : 32);
   if constexpr (kSums == 1) {
     s.sum[0] = x.sums[block];
     if constexpr (F::kActivations == ActivationFormat::kQ8_1) s.s = x.s[block];
   } else {
-    s.sum[0] = x.sums[block * kSums + 2 * c];
-    s.sum[1] = x.sums[block * kSums + 2 * c + 1];
+#pragma unroll
+    for (int run = 0; run < 2; ++run) {
+      const int64_t first = block * kSums + F::x_offset(c, run) / 16;
+      s.sum[2 * run] = x.sums[first];
+      s.sum[2 * run + 1] = x.sums[first + 1];
+    }
   }
   return s;
 }
@@ -215,9 +220,13 @@ bool visit_int8_format(DType type, Fn&& fn) {
     case DType::Q4_1: fn(f::Q4_1{}); return true;
     case DType::Q5_0: fn(f::Q5_0{}); return true;
     case DType::Q5_1: fn(f::Q5_1{}); return true;
+    case DType::IQ4_NL: fn(f::IQ4_NL{}); return true;
+    case DType::Q2_K: fn(f::Q2_K{}); return true;
+    case DType::Q3_K: fn(f::Q3_K{}); return true;
     case DType::Q4_K: fn(f::Q4_K{}); return true;
     case DType::Q5_K: fn(f::Q5_K{}); return true;
     case DType::Q6_K: fn(f::Q6_K{}); return true;
+    case DType::IQ4_XS: fn(f::IQ4_XS{}); return true;
     default: return false;
   }
 }

@@ -102,7 +102,8 @@ Status launch_early_start(const Context& ctx, dim3 grid, dim3 block, Kernel kern
 }
 
 // Whether the integer kernel (matmul_vec_int8.cu) takes these weights and x: Q8_0, Q4_0,
-// Q4_1, Q5_0, Q5_1, Q4_K, Q5_K or Q6_K rows of up to 384 blocks, aligned for its loads,
+// Q4_1, Q5_0, Q5_1, IQ4_NL or k-quant (Q2_K .. Q6_K, IQ4_XS) rows of up to 384 blocks,
+// aligned for its loads,
 // with a workspace for x's quantized rows. It depends on the weights and the backend,
 // never on the tokens.
 bool matmul_vec_int8_takes(const Context& ctx, const TensorView& x, std::span<const MatmulTarget> targets);

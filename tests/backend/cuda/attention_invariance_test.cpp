@@ -3,7 +3,8 @@
 // 1, 5, 16 and 64 tokens, staggered, reversed batch order, other block tables), on the
 // kernel on tensor cores (f16 caches, head sizes that are multiples of 16) and on the
 // scalar one (PAGODA_CUDA_ATTENTION=scalar, and f32, q8_0 caches or other head sizes),
-// with and without prompt rows grouped in blocks (PAGODA_CUDA_ATTENTION_GROUPS=0). The
+// with and without prompt rows grouped in blocks (PAGODA_CUDA_ATTENTION_GROUPS=0); and
+// that the default kernel is the one on tensor cores where it applies. The
 // one-batch result is also checked against double precision, within 2e-5 times the
 // largest |v|: the tensor-core kernel's split f16 operands keep the scalar kernel's
 // accuracy.
@@ -24,19 +25,30 @@ namespace {
 
 using namespace attention_testing;
 
-// Sets an environment variable for the lifetime of the object (the backend reads its
-// PAGODA_CUDA_* switches when it is made).
+// Sets an environment variable for the lifetime of the object, then restores what was
+// there (the backend reads its PAGODA_CUDA_* switches when it is made).
 class ScopedEnvironment {
  public:
   ScopedEnvironment(const char* name, const char* value) : name_(name) {
-    if (value != nullptr) setenv(name, value, 1);
+    const char* before = getenv(name);
+    had_value_ = before != nullptr;
+    if (had_value_) before_ = before;
+    setenv(name, value, 1);
   }
-  ~ScopedEnvironment() { unsetenv(name_); }
+  ~ScopedEnvironment() {
+    if (had_value_) {
+      setenv(name_, before_.c_str(), 1);
+    } else {
+      unsetenv(name_);
+    }
+  }
   ScopedEnvironment(const ScopedEnvironment&) = delete;
   ScopedEnvironment& operator=(const ScopedEnvironment&) = delete;
 
  private:
   const char* name_;
+  bool had_value_ = false;
+  std::string before_;
 };
 
 // A kernel choice: the environment switch that selects it (null: the default).
@@ -78,15 +90,23 @@ TEST_P(CudaAttentionInvariance, EveryScheduleGivesTheSameBits) {
       {"chunks of 64", chunked(64, 2)},
       {"staggered, mixed chunk sizes", chunked({64, 5, 1, 16}, {0, 3, 10, 40}, 2)},
   };
+  std::vector<std::vector<std::vector<float>>> baselines;
   for (const Variant& variant : kVariants) {
     const std::vector<std::vector<float>> baseline = run(variant, c, prompts, one_batch(2));
     ASSERT_EQ(baseline.size(), prompts.size()) << variant.name;
     check_against_double(c, prompts, baseline);
+    baselines.push_back(baseline);
     for (const auto& [name, schedule] : schedules) {
       EXPECT_EQ(first_difference(baseline, run(variant, c, prompts, schedule), out_width), "")
           << variant.name << ", " << name;
     }
   }
+  // The default kernel is the one on tensor cores where the cache and head size allow
+  // it: its rounding differs from the scalar kernel's somewhere (the same bits
+  // everywhere would mean it fell back to the scalar kernel).
+  const bool tensor_cores = c.type == DType::F16 && c.head_dim % 16 == 0;
+  EXPECT_EQ(first_difference(baselines[0], baselines[1], out_width) != "", tensor_cores)
+      << "the default and the scalar kernel give " << (tensor_cores ? "the same bits" : "different bits");
 }
 
 // Head sizes 64 and 128 with 1, 3 and 4 query heads per KV head (4: the 1B Llama shape),

@@ -2,8 +2,9 @@
 // CPU's scalar dot products bit for bit: each output equals quant's scalar kernel on the
 // weight row and the token's x quantized (Q8_0, Q8_1 or Q8_K, as the CPU pairs them) on
 // the host. Every format the kernel takes; rows of 1 block to its limit of 384, 1 to 8
-// tokens, alone and as a layer's q, k and v in one launch; x rows that are all zeros or
-// whose largest magnitudes tie; the fused SwiGLU against the unfused products followed
+// tokens, alone and as a layer's q, k and v in one launch; x rows that are all zeros,
+// whose largest magnitudes tie, that round halfway, or of tiny and large scale; the fused
+// SwiGLU against the unfused products followed
 // by silu_mul on the GPU. A wrong nibble, fifth bit, scale, sum or block order changes
 // the bits.
 
@@ -21,8 +22,8 @@
 namespace pagoda::backend::cuda_testing {
 namespace {
 
-constexpr DType kIntegerFormats[] = {DType::Q8_0, DType::Q4_0, DType::Q4_1, DType::Q5_0,
-                                     DType::Q5_1, DType::Q4_K, DType::Q5_K, DType::Q6_K};
+constexpr DType kIntegerFormats[] = {DType::Q8_0, DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::IQ4_NL,
+                                     DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::IQ4_XS};
 constexpr int64_t kMaxBlocks = 384;  // matmul_vec_int8.cu: longer rows take the piece kernel
 
 // y[t][j] = the scalar CPU dot of row j with x row t quantized as the CPU quantizes it.
@@ -59,13 +60,21 @@ std::string first_difference(const std::vector<float>& got, int64_t y_stride, co
   return "";
 }
 
-// x [n_tokens][n_in]: normal values, but row 1 all zeros and row 2 with ties: every value
-// +-1.5 but for a few smaller ones, so the first of equal magnitudes sets the scale.
+// x [n_tokens][n_in]: normal values, with edge rows: 1 all zeros; 2 every value +-1.5
+// but a few smaller ones, so the first of equal magnitudes sets the scale; 3 values
+// (i % 5) / 2 - 1, whose products with 127 / amax fall halfway between integers (round
+// half to even, not away); 4 normal values times 1e-6 (subnormal f16 scales); 5 times
+// 3e3.
 std::vector<float> activations_with_edges(int64_t n_in, int64_t n_tokens, uint32_t seed) {
   std::vector<float> x = random_rows(n_in, n_tokens, seed);
-  if (n_tokens > 1) std::fill(x.begin() + n_in, x.begin() + 2 * n_in, 0.0f);
-  if (n_tokens > 2) {
-    for (int64_t i = 0; i < n_in; ++i) x[static_cast<size_t>(2 * n_in + i)] = i % 7 == 3 ? 0.25f : (i % 2 ? 1.5f : -1.5f);
+  const auto row = [&](int64_t t) { return x.begin() + t * n_in; };
+  if (n_tokens > 1) std::fill(row(1), row(2), 0.0f);
+  for (int64_t i = 0; i < n_in; ++i) {
+    const auto at = [&](int64_t t) -> float& { return x[static_cast<size_t>(t * n_in + i)]; };
+    if (n_tokens > 2) at(2) = i % 7 == 3 ? 0.25f : (i % 2 ? 1.5f : -1.5f);
+    if (n_tokens > 3) at(3) = static_cast<float>(i % 5) * 0.5f - 1.0f;
+    if (n_tokens > 4) at(4) *= 1e-6f;
+    if (n_tokens > 5) at(5) *= 3e3f;
   }
   return x;
 }

@@ -31,8 +31,8 @@ inline bool is_plain_type(DType type) { return type == DType::F32 || type == DTy
 // (matmul_vec_int8.cu), as the CPU does.
 inline bool multiplied_in_integers(DType type) {
   switch (type) {
-    case DType::Q8_0: case DType::Q4_0: case DType::Q4_1: case DType::Q5_0: case DType::Q5_1:
-    case DType::Q4_K: case DType::Q5_K: case DType::Q6_K:
+    case DType::Q8_0: case DType::Q4_0: case DType::Q4_1: case DType::Q5_0: case DType::Q5_1: case DType::IQ4_NL:
+    case DType::Q2_K: case DType::Q3_K: case DType::Q4_K: case DType::Q5_K: case DType::Q6_K: case DType::IQ4_XS:
       return true;
     default:
       return false;
