@@ -283,11 +283,6 @@ Status launch_attention(const Context& ctx, AttentionArgs a, int32_t n_rows) {
     PAGODA_TRY(launch_attention_mma(ctx, a, grid));
   } else {
     const size_t smem = shared_bytes(a.head_dim, a.heads_per_block * a.rows_per_block);
-    if (smem > 48 * 1024) {  // above the default limit: opt in (sm_80 allows 163 KiB, sm_90 227 KiB)
-      const cudaError_t e = cudaFuncSetAttribute(attention_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                 static_cast<int>(smem));
-      if (e != cudaSuccess) return internal_error(std::string("attention: shared memory: ") + cudaGetErrorString(e));
-    }
     attention_kernel<T><<<grid, a.heads_per_block * a.rows_per_block * 32, smem, ctx.stream>>>(a);
     PAGODA_TRY(launch_status("attention"));
   }
@@ -324,7 +319,27 @@ Status run_attention(const Context& ctx, AttentionArgs a, int32_t n_tokens) {
   return {};
 }
 
+// Opts the instance in to the shared memory of its largest block (head size 256, 16
+// warps), above the default 48 KiB.
+template <KvType T>
+Status allow_shared_memory() {
+  const cudaError_t e = cudaFuncSetAttribute(attention_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                             static_cast<int>(shared_bytes(kMaxHeadDim, kMaxBlockWarps)));
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    return internal_error(std::string("attention: shared memory: ") + cudaGetErrorString(e));
+  }
+  return {};
+}
+
 }  // namespace
+
+Status prepare_attention() {
+  PAGODA_TRY(allow_shared_memory<KvType::kF32>());
+  PAGODA_TRY(allow_shared_memory<KvType::kF16>());
+  PAGODA_TRY(allow_shared_memory<KvType::kQ8_0>());
+  return prepare_attention_mma();
+}
 
 int32_t attention_splits(const DeviceAttentionBatch& batch) {
   if (batch.max_n_context <= kSplitPositions) return 1;

@@ -101,6 +101,10 @@ bool attention_mma_takes_head_dim(int32_t head_dim);
 // The most query rows x heads one of its blocks takes for this head size.
 int32_t attention_mma_block_rows(int32_t head_dim);
 
+// Sets what its launches need once (the shared memory its larger head sizes use): the
+// attribute call waits for the device's copies, so it stays out of the steps.
+Status prepare_attention_mma();
+
 // Launches it over `grid` (x: the launch's rows, y: KV heads x head chunks, z: splits).
 Status launch_attention_mma(const Context& ctx, const AttentionArgs& a, dim3 grid);
 

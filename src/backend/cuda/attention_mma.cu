@@ -333,14 +333,23 @@ size_t shared_bytes(int padded_dim, int warps) {
 
 template <int D>
 Status launch(const Context& ctx, const AttentionArgs& a, dim3 grid, int warps) {
-  const size_t smem = shared_bytes(D, warps);
-  if (smem > 48 * 1024) {  // above the default limit: opt in (sm_80 allows 163 KiB, sm_90 227 KiB)
-    const cudaError_t e = cudaFuncSetAttribute(attention_mma_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                               static_cast<int>(smem));
-    if (e != cudaSuccess) return internal_error(std::string("attention: shared memory: ") + cudaGetErrorString(e));
-  }
-  attention_mma_kernel<D><<<grid, warps * 32, smem, ctx.stream>>>(a);
+  attention_mma_kernel<D><<<grid, warps * 32, shared_bytes(D, warps), ctx.stream>>>(a);
   return launch_status("attention (tensor cores)");
+}
+
+// Opts the instance in to the shared memory of its largest block, where that is above
+// the default 48 KiB (sm_80 allows 163 KiB, sm_90 227 KiB).
+template <int D>
+Status allow_shared_memory() {
+  const size_t most = shared_bytes(D, D > 128 ? kLargeHeadWarps : kMaxWarps);
+  if (most <= 48 * 1024) return {};
+  const cudaError_t e =
+      cudaFuncSetAttribute(attention_mma_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(most));
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    return internal_error(std::string("attention: shared memory: ") + cudaGetErrorString(e));
+  }
+  return {};
 }
 
 }  // namespace
@@ -351,6 +360,12 @@ bool attention_mma_takes_head_dim(int32_t head_dim) {
 
 int32_t attention_mma_block_rows(int32_t head_dim) {
   return 16 * (padded_head_dim(head_dim) > 128 ? kLargeHeadWarps : kMaxWarps);
+}
+
+Status prepare_attention_mma() {
+  PAGODA_TRY(allow_shared_memory<64>());
+  PAGODA_TRY(allow_shared_memory<128>());
+  return allow_shared_memory<256>();
 }
 
 Status launch_attention_mma(const Context& ctx, const AttentionArgs& a, dim3 grid) {

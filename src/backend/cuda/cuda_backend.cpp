@@ -126,6 +126,7 @@ Status CudaBackend::create_fixed_buffers() {
   const int host_threads = options_.host_threads > 0 ? options_.host_threads : std::min(physical_core_count(), 8);
   host_pool_ = std::make_unique<ThreadPool>(host_threads);
   graphs_enabled_ = options_.graphs && !options_.profile_ops && !environment_says("PAGODA_CUDA_GRAPHS", "0");
+  PAGODA_TRY(prepare_attention());
   // Events for the ops of the largest step (a few dozen per layer).
   if (options_.profile_ops) PAGODA_TRY(profile_.start(16384));
   return {};

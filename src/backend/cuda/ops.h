@@ -101,6 +101,8 @@ struct DeviceAttentionBatch {
 // batch's arrays and its counts, the one value of max_n_context they depend on (so that
 // decoding steps whose contexts grow launch the same kernels until a split is added).
 int32_t attention_splits(const DeviceAttentionBatch& batch);
+// Once per device, before the first attention: the kernels' shared-memory opt-ins.
+Status prepare_attention();
 Status attention(const Context& ctx, const TensorView& q, const TensorView& k,
                  const TensorView& v, const KvLayer& layer, const DeviceAttentionBatch& batch,
                  float scale, const TensorView& out);
