@@ -7,6 +7,9 @@
 // (batch invariance). Formats: int8_formats.cuh (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL)
 // and int8_formats_k.cuh (Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS).
 //
+// One token's x is quantized by the kernel itself, each part's values where the part
+// reads them (a launch fewer a product); several tokens' once, before the products.
+//
 // Work: a thread takes one part of a block (the whole 32-value block, or a 64-value
 // quarter of a 256-value one) of kRows weight rows at once, so that each activation
 // load serves kRows rows; the parts of a block sit in neighbouring lanes, which add their
@@ -21,6 +24,7 @@
 #include "backend/cuda/int8_formats_k.cuh"
 #include "backend/cuda/launch_order.cuh"
 #include "backend/cuda/matmul_vec_targets.cuh"
+#include "backend/cuda/quantize_q8.cuh"
 
 namespace pagoda::backend::cuda::weights {
 namespace {
@@ -38,7 +42,8 @@ constexpr int64_t kMaxSharedBytes = 48 * 1024;
 struct IntArgs {
   VecTargets targets;
   int n_blocks = 0;  // blocks per row
-  QuantizedRows x;
+  QuantizedRows x;          // several tokens: x quantized by activations_q8.cu
+  const float* x_f32 = nullptr;  // one token: x itself, quantized where it is read
   int64_t y_stride = 0;  // every target's y (and SwiGLU's out)
   int n_tokens = 0;      // 1..kVecMaxTokens
 };
@@ -79,6 +84,37 @@ __device__ __forceinline__ XScalars x_scalars(const QuantizedRows& x, int n_bloc
     }
   }
   return s;
+}
+
+// One token: this part's activations quantized from x (block: the f32 values of its
+// block), with the arithmetic of activations_q8.cu's kernels (quantize_q8.cuh), so the
+// same bits as the several-token path's. The k-quants' four parts of a block quantize it
+// together (shuffles: every lane of the warp takes part, inactive ones with zeros).
+template <typename F>
+__device__ __forceinline__ void quantize_here(const float* block, int c, bool active, int32_t (&x)[kPartWords],
+                                              XScalars& xs) {
+  if constexpr (F::kParts == 1) {
+    float v[32];
+#pragma unroll
+    for (int j = 0; j < 32; ++j) v[j] = active ? block[j] : 0.0f;
+    const q8::Block32 q = q8::quantize_block32(v);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) x[i] = static_cast<int32_t>(q.q[i]);
+    xs.d = q.d;
+    xs.s = q.s;
+    xs.sum[0] = q.sum;
+  } else {
+    const int base[2] = {F::x_offset(c, 0), F::x_offset(c, 1)};
+    float v[64];
+#pragma unroll
+    for (int j = 0; j < 64; ++j) v[j] = active ? block[base[j / 32] + j % 32] : 0.0f;
+    const q8::Quarter256 q = q8::quantize_quarter256(v, base);
+#pragma unroll
+    for (int i = 0; i < kPartWords; ++i) x[i] = static_cast<int32_t>(q.q[i]);
+    xs.d = q.d;
+#pragma unroll
+    for (int g = 0; g < 4; ++g) xs.sum[g] = q.sum[g];
+  }
 }
 
 template <typename F, bool kSwiGlu, int kTokens>
@@ -127,7 +163,9 @@ __global__ void __launch_bounds__(kMaxThreads) matmul_int8_kernel(IntArgs a) {
       if (t >= a.n_tokens) break;
       int32_t x[kPartWords] = {};
       XScalars xs;
-      if (active) {
+      if constexpr (kTokens == 1) {
+        quantize_here<F>(a.x_f32 + static_cast<int64_t>(b) * F::kBlockValues, c, active, x, xs);
+      } else if (active) {
         const int8_t* xq = a.x.q + static_cast<int64_t>(t) * a.x.n + static_cast<int64_t>(b) * F::kBlockValues;
 #pragma unroll
         for (int run = 0; run < F::kRuns; ++run) {
@@ -194,15 +232,21 @@ Status launch_int8(const Context& ctx, const IntArgs& a) {
   }
 }
 
-// x quantized to F's activations in workspace scratch, then the products.
+// The products: one token quantized where the kernel reads it; several first quantized
+// into workspace scratch by activations_q8.cu (one launch for all the tokens, not one
+// per block of rows).
 template <typename F>
 Status run_int8(const Context& ctx, const TensorView& x, const VecTargets& targets, int64_t y_stride, bool swiglu) {
   ScratchScope scope(*ctx.workspace);
   IntArgs a;
-  if (!take_quantized_rows(ctx, F::kActivations, x.ne[0], x.n_rows(), &a.x)) {
-    return resource_exhausted("matmul: the workspace has no room for the quantized activations");
+  if (x.n_rows() == 1) {
+    a.x_f32 = static_cast<const float*>(x.data);
+  } else {
+    if (!take_quantized_rows(ctx, F::kActivations, x.ne[0], x.n_rows(), &a.x)) {
+      return resource_exhausted("matmul: the workspace has no room for the quantized activations");
+    }
+    PAGODA_TRY(quantize_rows(ctx, F::kActivations, x, a.x));
   }
-  PAGODA_TRY(quantize_rows(ctx, F::kActivations, x, a.x));
   a.targets = targets;
   a.n_blocks = static_cast<int>(x.ne[0] / F::kBlockValues);
   a.y_stride = y_stride;
