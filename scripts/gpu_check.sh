@@ -289,6 +289,26 @@ while True:
   return $status
 }
 
+# Speculative decoding on the GPU: the bench stage's 1B F16 model as target, with its
+# Q4_0 copy (pagoda quantize) as draft and with prompt lookup, at 1 and 16 requests, each
+# beside the same run without speculation. Random weights: the acceptance says little,
+# the cost of a draft pass and of verified rows against a plain step is what it shows.
+stage_speculative() {
+  local log="$1" limit="$2" dir=/tmp/pagoda-bench-models status=0 requests spec
+  [[ -f "$dir/llama-1b-f16.gguf" ]] || { note="no 1B model (the bench stage makes it)"; return 2; }
+  run_logged "$log" "$limit" "$bundle/pagoda" quantize "$dir/llama-1b-f16.gguf" "$dir/llama-1b-q4_0.gguf" q4_0 ||
+    return 1
+  for requests in 1 16; do
+    for spec in "" "--speculative-model $dir/llama-1b-q4_0.gguf" "--speculative-ngram"; do
+      echo "variant: $requests at a time, ${spec:-no speculation}" >>"$log"
+      run_logged "$log" "$limit" "$bundle/pagoda" bench --device cuda -m "$dir/llama-1b-f16.gguf" \
+        --concurrency "$requests" --num-requests "$((2 * requests))" --prompt-len 128 --gen-len 128 $spec || status=1
+    done
+  done
+  note=$(grep -E "^variant: |^output: |^speculative: " "$log" | sed -E 's/ +/ /g' | cut -c1-70 | tr '\n' ';')
+  return $status
+}
+
 # pagoda_generate LOG LIMIT OUT ARGS...: pagoda run's text to OUT, its log to LOG.
 pagoda_generate() {
   local log="$1" limit="$2" out="$3"
@@ -322,7 +342,7 @@ stage_pagoda_run() {
 
 # name:timeout_s, in order.
 all_stages=(gpu:20 libraries:10 cuda_backend:150 gpu_models:90 pagoda_run:40 bench:270 engine:120 bisect:120
-  kernels:90 serve_bench:90 serve_e2e:150)
+  kernels:90 serve_bench:90 serve_e2e:150 speculative:90)
 failed_stages=""
 
 main() {
