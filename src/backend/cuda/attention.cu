@@ -1,7 +1,6 @@
-// Paged attention on the GPU (see ops.h for the contract). The new K/V rows go to their
-// slots (scalar kernel: first, by kv_write.cu; tensor-core kernel: by the kernel, which
-// reads the new positions from the rows themselves, rounded as the cache rounds them);
-// every batch row attends to its sequence's context as the cache holds it.
+// Paged attention on the GPU (see ops.h for the contract). First the new K/V rows go to
+// their slots (kv_write.cu); then every batch row attends to its sequence's context read
+// back from the cache, so the new tokens are rounded as the cache rounds them.
 //
 // Grid: one block per (batch row, KV head, split). A block takes query heads of that KV
 // head's group (a larger group takes several blocks) for up to rows_per_block
@@ -356,6 +355,7 @@ Status attention(const Context& ctx, const TensorView& q, const TensorView& k, c
   PAGODA_TRY(check_attention(q, k, v, layer, batch, out));
   const int32_t n_tokens = static_cast<int32_t>(q.ne[2]);
   if (n_tokens == 0) return {};
+  PAGODA_TRY(write_kv_rows(ctx, k, v, layer, batch.slot_mapping));
   AttentionArgs a{};
   a.q = static_cast<const char*>(q.data);
   a.q_head_bytes = static_cast<int64_t>(q.nb[1]);
@@ -384,17 +384,6 @@ Status attention(const Context& ctx, const TensorView& q, const TensorView& k, c
   // Heads: a block row takes the group's heads up to the kernel's limit (larger groups
   // take several blocks). Rows: prompts put several rows of a sequence in a block, so
   // that each K/V tile serves all of them; decoding rows (one a sequence) go one a block.
-  if (a.tensor_cores) {  // the kernel writes the new rows itself
-    a.k_new = static_cast<const char*>(k.data);
-    a.v_new = static_cast<const char*>(v.data);
-    a.k_new_head_bytes = static_cast<int64_t>(k.nb[1]);
-    a.k_new_token_bytes = static_cast<int64_t>(k.nb[2]);
-    a.v_new_head_bytes = static_cast<int64_t>(v.nb[1]);
-    a.v_new_token_bytes = static_cast<int64_t>(v.nb[2]);
-    a.slot_mapping = batch.slot_mapping;
-  } else {
-    PAGODA_TRY(write_kv_rows(ctx, k, v, layer, batch.slot_mapping));
-  }
   const int32_t most_heads = a.tensor_cores ? attention_mma_block_rows(a.head_dim) : kMaxWarps;
   a.heads_per_block = a.group < most_heads ? a.group : most_heads;
   a.head_chunks = (a.group + a.heads_per_block - 1) / a.heads_per_block;

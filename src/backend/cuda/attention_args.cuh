@@ -45,13 +45,6 @@ struct AttentionArgs {
   int32_t n_splits;         // grid z
   float scale;
   bool tensor_cores;        // attention_mma.cu's kernel, not the scalar one
-  // The step's new K and V rows (f32 head views [n_tokens][n_kv_heads][head_dim], nb[1]
-  // and nb[2] of each): the tensor-core kernel reads its new positions from them and
-  // writes them to their slots itself (the scalar path has kv_write.cu write them first).
-  const char* k_new;
-  const char* v_new;
-  int64_t k_new_head_bytes, k_new_token_bytes, v_new_head_bytes, v_new_token_bytes;
-  const int64_t* slot_mapping;  // device [n_tokens]: each batch row's slot
 };
 
 // Positions row `row` attends to: [0, n) with n its position + 1 (causal).

@@ -1,7 +1,5 @@
 // Paged attention on tensor cores, for an f16 cache and head sizes that are multiples of
-// 16 (the grid, splits and merge are attention.cu's; see there). The kernel also writes
-// the step's new K and V rows to their slots (write_new_rows), and reads those positions
-// from the new rows, not from the cache, so no block waits on another's writes.
+// 16 (the grid, splits and merge are attention.cu's; see there).
 //
 // A block's rows for the matrix products are its (query row, head) pairs: pair m is query
 // row first_row + m / heads_per_block, head m % heads_per_block of the block's chunk of
@@ -148,25 +146,11 @@ __device__ void load_queries(const AttentionArgs& a, int32_t first_row, int32_t 
   }
 }
 
-// Values [8 piece, 8 piece + 8) of KV head kv_head of batch row `row`'s new K or V
-// (f32), as the cache stores them: f16, rounded to nearest even.
-__device__ __forceinline__ uint4 new_piece(const char* rows, int64_t token_bytes, int64_t head_bytes, int32_t row,
-                                           int32_t kv_head, int piece) {
-  const float* x = reinterpret_cast<const float*>(rows + row * token_bytes + kv_head * head_bytes) + 8 * piece;
-  uint32_t w[4];
-#pragma unroll
-  for (int i = 0; i < 4; ++i) w[i] = pack_halves(__float2half_rn(x[2 * i]), __float2half_rn(x[2 * i + 1]));
-  return make_uint4(w[0], w[1], w[2], w[3]);
-}
-
 // The tile of positions [start, start + n_tile) of KV head kv_head into k_tile and v_tile
-// [kTile][shared_stride<D>] (positions past n_tile and values past head_dim: zeros): the
-// cache's positions copied from their slots, this step's new ones converted from the new
-// rows (which this launch writes to the cache, so it never reads them there).
+// [kTile][shared_stride<D>] (positions past n_tile and values past head_dim: zeros).
 template <int D>
 __device__ void load_tile(const AttentionArgs& a, const DeviceSequence& seq, int32_t kv_head, int32_t start,
                           int n_tile, int64_t* slots, __half* k_tile, __half* v_tile) {
-  const int32_t first_new = seq.n_context - seq.n_query;  // positions from here are this step's
   for (int i = static_cast<int>(threadIdx.x); i < n_tile; i += static_cast<int>(blockDim.x)) {
     const int32_t p = start + i;
     const int64_t block = a.block_tables[seq.table_offset + p / a.block_size];
@@ -179,42 +163,18 @@ __device__ void load_tile(const AttentionArgs& a, const DeviceSequence& seq, int
     const int position = i / kPieces, piece = i % kPieces;
     __half* k = k_tile + position * shared_stride<D> + piece * 8;
     __half* v = v_tile + position * shared_stride<D> + piece * 8;
-    if (position >= n_tile || piece >= head_pieces) {
-      *reinterpret_cast<uint4*>(k) = make_uint4(0, 0, 0, 0);
-      *reinterpret_cast<uint4*>(v) = make_uint4(0, 0, 0, 0);
-    } else if (start + position >= first_new) {
-      const int32_t row = seq.query_start + (start + position - first_new);
-      *reinterpret_cast<uint4*>(k) = new_piece(a.k_new, a.k_new_token_bytes, a.k_new_head_bytes, row, kv_head, piece);
-      *reinterpret_cast<uint4*>(v) = new_piece(a.v_new, a.v_new_token_bytes, a.v_new_head_bytes, row, kv_head, piece);
-    } else {
+    if (position < n_tile && piece < head_pieces) {
       const int64_t offset =
           slots[position] * a.slot_bytes + static_cast<int64_t>(kv_head * a.head_dim + piece * 8) * sizeof(__half);
       copy_16_async(k, a.k_cache + offset);
       copy_16_async(v, a.v_cache + offset);
+    } else {
+      *reinterpret_cast<uint4*>(k) = make_uint4(0, 0, 0, 0);
+      *reinterpret_cast<uint4*>(v) = make_uint4(0, 0, 0, 0);
     }
   }
   wait_async_copies();
   __syncthreads();
-}
-
-// Writes the new K and V of KV head kv_head for the block's rows whose own position lies
-// in this split (their last): each (row, KV head) is written by exactly one block, the
-// one of its group's first head chunk and that split.
-__device__ void write_new_rows(const AttentionArgs& a, const DeviceSequence& seq, int32_t first_row,
-                               int32_t rows_end, int32_t kv_head, int32_t split) {
-  const int head_pieces = a.head_dim / 8;
-  const int n = (rows_end - first_row) * head_pieces;
-  for (int i = static_cast<int>(threadIdx.x); i < n; i += static_cast<int>(blockDim.x)) {
-    const int32_t row = first_row + i / head_pieces;
-    const int piece = i % head_pieces;
-    if (splits_of(a, attended_positions(seq, row)) - 1 != split) continue;
-    const int64_t offset =
-        a.slot_mapping[row] * a.slot_bytes + static_cast<int64_t>(kv_head * a.head_dim + piece * 8) * sizeof(__half);
-    *reinterpret_cast<uint4*>(const_cast<char*>(a.k_cache) + offset) =
-        new_piece(a.k_new, a.k_new_token_bytes, a.k_new_head_bytes, row, kv_head, piece);
-    *reinterpret_cast<uint4*>(const_cast<char*>(a.v_cache) + offset) =
-        new_piece(a.v_new, a.v_new_token_bytes, a.v_new_head_bytes, row, kv_head, piece);
-  }
 }
 
 // One warp's state: for its pairs g and g + 8 (g = lane / 4), the running max and sum,
@@ -341,7 +301,6 @@ __global__ void __launch_bounds__(kMaxWarps * 32) attention_mma_kernel(Attention
     mine[i] = pair_of(a, seq, first_row, rows_end, kv_head, chunk, split, warp * 16 + lane / 4 + 8 * i);
     limit[i] = mine[i].active ? mine[i].limit : begin;
   }
-  if (chunk == 0) write_new_rows(a, seq, first_row, rows_end, kv_head, split);
   const bool warp_active = __any_sync(0xffffffffu, mine[0].active || mine[1].active);
   WarpState<D> st;
   for (int32_t start = begin; start < end; start += kTile) {
