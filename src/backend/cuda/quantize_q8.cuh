@@ -48,12 +48,21 @@ __device__ __forceinline__ Block32 quantize_block32(const float (&v)[32]) {
   return b;
 }
 
+// The CPU's nearest_int (quant/quantize_rounding.h): v + 1.5 * 2^23, the low mantissa
+// bits less 2^22. round-half-even(v) for |v| < 2^22; the CPU's value beyond (an infinite
+// iscale on a block of tiny values) too, which a float-to-int conversion would not give.
+__device__ __forceinline__ int nearest_int(float v) {
+  return (__float_as_int(__fadd_rn(v, 12582912.0f)) & 0x007fffff) - 0x00400000;
+}
+
 // A quarter of a Q8_K block: 64 of its 256 values, held by one of four neighbouring
 // lanes (lanes 4k .. 4k + 3 hold one block). v[32 r + i] is value base[r] + i of the
 // block; base[0] < base[1], each a multiple of 16. The four lanes find the first value
 // of largest magnitude together; then each quantizes its own: iscale = -127 / max,
 // q = round-half-even(iscale x) capped at 127, d = 1 / iscale (0 where the block is
-// zeros), sum[2 r + g] the sum of the 16 quants from base[r] + 16 g.
+// zeros), sum[2 r + g] the sum of the 16 quants from base[r] + 16 g. Operation for
+// operation as quantize_block_q8_K, so even a block whose iscale overflows gives the
+// CPU's bytes.
 struct Quarter256 {
   uint32_t q[16];
   float d;
@@ -88,8 +97,8 @@ __device__ __forceinline__ Quarter256 quantize_quarter256(const float (&v)[64], 
   const float iscale = __fdiv_rn(-127.0f, max);
 #pragma unroll
   for (int j = 0; j < 64; ++j) {
-    const int r = __float2int_rn(__fmul_rn(iscale, v[j]));
-    const int c = r < 127 ? r : 127;
+    const int r = nearest_int(__fmul_rn(iscale, v[j]));
+    const auto c = static_cast<int8_t>(r < 127 ? r : 127);  // the CPU's int8 store, then its sums of those
     quarter.sum[j / 16] += c;
     quarter.q[j / 4] |= pack_byte(c, j);
   }
