@@ -25,6 +25,7 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 
@@ -320,11 +321,13 @@ Status run_attention(const Context& ctx, AttentionArgs a, int32_t n_tokens) {
 }
 
 // Opts the instance in to the shared memory of its largest block (head size 256, 16
-// warps), above the default 48 KiB.
+// warps), above the default 48 KiB, as far as the device allows.
 template <KvType T>
-Status allow_shared_memory() {
-  const cudaError_t e = cudaFuncSetAttribute(attention_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                             static_cast<int>(shared_bytes(kMaxHeadDim, kMaxBlockWarps)));
+Status allow_shared_memory(const Context& ctx) {
+  const size_t most = std::min(shared_bytes(kMaxHeadDim, kMaxBlockWarps), ctx.shared_memory_optin);
+  if (most <= 48 * 1024) return {};
+  const cudaError_t e =
+      cudaFuncSetAttribute(attention_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(most));
   if (e != cudaSuccess) {
     cudaGetLastError();
     return internal_error(std::string("attention: shared memory: ") + cudaGetErrorString(e));
@@ -334,11 +337,11 @@ Status allow_shared_memory() {
 
 }  // namespace
 
-Status prepare_attention() {
-  PAGODA_TRY(allow_shared_memory<KvType::kF32>());
-  PAGODA_TRY(allow_shared_memory<KvType::kF16>());
-  PAGODA_TRY(allow_shared_memory<KvType::kQ8_0>());
-  return prepare_attention_mma();
+Status prepare_attention(const Context& ctx) {
+  PAGODA_TRY(allow_shared_memory<KvType::kF32>(ctx));
+  PAGODA_TRY(allow_shared_memory<KvType::kF16>(ctx));
+  PAGODA_TRY(allow_shared_memory<KvType::kQ8_0>(ctx));
+  return prepare_attention_mma(ctx);
 }
 
 int32_t attention_splits(const DeviceAttentionBatch& batch) {
@@ -379,6 +382,7 @@ Status attention(const Context& ctx, const TensorView& q, const TensorView& k, c
   // Which kernel depends on the model and its cache only, never on the batch: every row
   // of every step goes through the same one (batch invariance).
   a.tensor_cores = ctx.attention_tensor_cores && type == KvType::kF16 && attention_mma_takes_head_dim(a.head_dim) &&
+                   attention_mma_fits(ctx, a.head_dim) &&
                    reinterpret_cast<uintptr_t>(layer.k.data) % 16 == 0 &&
                    reinterpret_cast<uintptr_t>(layer.v.data) % 16 == 0 && a.slot_bytes % 16 == 0;
   // Heads: a block row takes the group's heads up to the kernel's limit (larger groups

@@ -101,9 +101,13 @@ bool attention_mma_takes_head_dim(int32_t head_dim);
 // The most query rows x heads one of its blocks takes for this head size.
 int32_t attention_mma_block_rows(int32_t head_dim);
 
-// Sets what its launches need once (the shared memory its larger head sizes use): the
-// attribute call waits for the device's copies, so it stays out of the steps.
-Status prepare_attention_mma();
+// Sets what its launches need once (the shared memory its larger head sizes use, where
+// the device allows it): the attribute call waits for the device's copies, so it stays
+// out of the steps.
+Status prepare_attention_mma(const Context& ctx);
+
+// Whether the device gives its blocks for this head size the shared memory they use.
+bool attention_mma_fits(const Context& ctx, int32_t head_dim);
 
 // Launches it over `grid` (x: the launch's rows, y: KV heads x head chunks, z: splits).
 Status launch_attention_mma(const Context& ctx, const AttentionArgs& a, dim3 grid);

@@ -337,12 +337,17 @@ Status launch(const Context& ctx, const AttentionArgs& a, dim3 grid, int warps) 
   return launch_status("attention (tensor cores)");
 }
 
+// The shared memory of instance D's largest block.
+size_t most_shared_bytes(int padded_dim) {
+  return shared_bytes(padded_dim, padded_dim > 128 ? kLargeHeadWarps : kMaxWarps);
+}
+
 // Opts the instance in to the shared memory of its largest block, where that is above
-// the default 48 KiB (sm_80 allows 163 KiB, sm_90 227 KiB).
+// the default 48 KiB and the device allows it (sm_80 up to 163 KiB, sm_90 227 KiB).
 template <int D>
-Status allow_shared_memory() {
-  const size_t most = shared_bytes(D, D > 128 ? kLargeHeadWarps : kMaxWarps);
-  if (most <= 48 * 1024) return {};
+Status allow_shared_memory(const Context& ctx) {
+  const size_t most = most_shared_bytes(D);
+  if (most <= 48 * 1024 || most > ctx.shared_memory_optin) return {};
   const cudaError_t e =
       cudaFuncSetAttribute(attention_mma_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(most));
   if (e != cudaSuccess) {
@@ -362,10 +367,15 @@ int32_t attention_mma_block_rows(int32_t head_dim) {
   return 16 * (padded_head_dim(head_dim) > 128 ? kLargeHeadWarps : kMaxWarps);
 }
 
-Status prepare_attention_mma() {
-  PAGODA_TRY(allow_shared_memory<64>());
-  PAGODA_TRY(allow_shared_memory<128>());
-  return allow_shared_memory<256>();
+Status prepare_attention_mma(const Context& ctx) {
+  PAGODA_TRY(allow_shared_memory<64>(ctx));
+  PAGODA_TRY(allow_shared_memory<128>(ctx));
+  return allow_shared_memory<256>(ctx);
+}
+
+bool attention_mma_fits(const Context& ctx, int32_t head_dim) {
+  const size_t most = most_shared_bytes(padded_head_dim(head_dim));
+  return most <= 48 * 1024 || most <= ctx.shared_memory_optin;
 }
 
 Status launch_attention_mma(const Context& ctx, const AttentionArgs& a, dim3 grid) {

@@ -59,6 +59,7 @@ struct Context {
   Workspace* workspace = nullptr;
   int sm_count = 0;                 // streaming multiprocessors
   int cc_major = 0, cc_minor = 0;   // compute capability
+  size_t shared_memory_optin = 0;   // bytes of shared memory a block may opt in to
   // CudaBackendOptions::batch_invariant: every matmul through the few-token kernel.
   bool batch_invariant = false;
   // PAGODA_CUDA_MATVEC=staged or rowwise: an earlier few-token kernel

@@ -92,6 +92,7 @@ Status CudaBackend::open_device() {
   ctx_.sm_count = properties.multiProcessorCount;
   ctx_.cc_major = properties.major;
   ctx_.cc_minor = properties.minor;
+  ctx_.shared_memory_optin = properties.sharedMemPerBlockOptin;
   return {};
 }
 
@@ -126,7 +127,7 @@ Status CudaBackend::create_fixed_buffers() {
   const int host_threads = options_.host_threads > 0 ? options_.host_threads : std::min(physical_core_count(), 8);
   host_pool_ = std::make_unique<ThreadPool>(host_threads);
   graphs_enabled_ = options_.graphs && !options_.profile_ops && !environment_says("PAGODA_CUDA_GRAPHS", "0");
-  PAGODA_TRY(prepare_attention());
+  PAGODA_TRY(prepare_attention(ctx_));
   // Events for the ops of the largest step (a few dozen per layer).
   if (options_.profile_ops) PAGODA_TRY(profile_.start(16384));
   return {};

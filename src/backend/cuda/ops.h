@@ -101,8 +101,11 @@ struct DeviceAttentionBatch {
 // batch's arrays and its counts, the one value of max_n_context they depend on (so that
 // decoding steps whose contexts grow launch the same kernels until a split is added).
 int32_t attention_splits(const DeviceAttentionBatch& batch);
-// Once per device, before the first attention: the kernels' shared-memory opt-ins.
-Status prepare_attention();
+// Once per device, before the first attention: the kernels' shared-memory opt-ins, as
+// far as the device allows them (ctx.shared_memory_optin; a kernel whose largest block
+// it does not allow is left out: the tensor-core one for those head sizes, the scalar
+// one's launches of such blocks fail as unsupported).
+Status prepare_attention(const Context& ctx);
 Status attention(const Context& ctx, const TensorView& q, const TensorView& k,
                  const TensorView& v, const KvLayer& layer, const DeviceAttentionBatch& batch,
                  float scale, const TensorView& out);
