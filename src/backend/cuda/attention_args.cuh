@@ -1,24 +1,20 @@
 #pragma once
-// Internal to the CUDA attention: the arguments its kernels share, and the rules every
-// kernel follows for which rows a block takes and where a row's splits begin and end.
+// Internal to the CUDA attention: the arguments its kernels share, and attention_rows.h's
+// rules (which rows a block takes, where a row's splits begin and end) applied to them.
 // attention.cu has the host side, the scalar kernel and the merge of splits;
-// attention_mma.cu the kernel on tensor cores. Both follow these rules, so that a
-// row's splits (and so its result) depend on its own positions only.
+// attention_mma.cu the kernel on tensor cores. Both follow these rules, so that a row's
+// splits (and so its result) depend on its own positions only.
 
 #include <cuda_runtime.h>
 
 #include <cstdint>
 
+#include "backend/cuda/attention_rows.h"
 #include "backend/cuda/context.h"
 #include "backend/cuda/ops.h"
 #include "core/status.h"
 
 namespace pagoda::backend::cuda {
-
-// Positions per split, a multiple of 32: short, so that a single decoding row over a few
-// hundred positions still spreads over a few dozen blocks.
-inline constexpr int kSplitPositions = 64;
-inline constexpr int kMaxHeadDim = 256;
 
 struct AttentionArgs {
   const char* q;            // head view [n_tokens][n_heads][head_dim] f32
@@ -47,34 +43,14 @@ struct AttentionArgs {
   bool tensor_cores;        // attention_mma.cu's kernel, not the scalar one
 };
 
-// Positions row `row` attends to: [0, n) with n its position + 1 (causal).
-__device__ inline int32_t attended_positions(const DeviceSequence& s, int32_t row) {
-  return s.n_context - s.n_query + (row - s.query_start) + 1;
-}
-
-// Splits of a row attending to n_positions: one per kSplitPositions, at most the grid's
-// (the last split takes the rest, so a batch understating max_n_context still attends to
-// every position, only with fewer splits).
+// attention_rows.h's rules for this launch.
 __device__ inline int32_t splits_of(const AttentionArgs& a, int32_t n_positions) {
-  return min((n_positions + kSplitPositions - 1) / kSplitPositions, a.n_splits);
+  return splits_of(n_positions, a.n_splits);
 }
 
-// The end of a row's positions in split `split` of its row_splits: the split's 64, or
-// the rest for its last split.
-__device__ inline int32_t split_end(int32_t split, int32_t row_splits, int32_t n_positions) {
-  return split == row_splits - 1 ? n_positions : (split + 1) * kSplitPositions;
-}
-
-// The query rows block `first_row`'s block takes, [first_row, *end): none where a row
-// before it in the same group does. Groups are rows_per_block consecutive rows of a
-// sequence, aligned to its first query row, cut at the launch's first and last row.
 __device__ inline bool block_rows(const AttentionArgs& a, const DeviceSequence& seq, int32_t first_row,
                                   int32_t* end) {
-  const int32_t offset = first_row - seq.query_start;
-  if (offset % a.rows_per_block != 0 && first_row != a.row_begin) return false;
-  const int32_t group_end = seq.query_start + (offset / a.rows_per_block + 1) * a.rows_per_block;
-  *end = min(min(group_end, seq.query_start + seq.n_query), a.row_end);
-  return true;
+  return block_rows(a.row_begin, a.row_end, a.rows_per_block, seq, first_row, end);
 }
 
 // Where split `split` of a row's result goes: its output row (with 1 / sum as the factor)

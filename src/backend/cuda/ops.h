@@ -12,6 +12,7 @@
 #include <span>
 
 #include "backend/backend.h"
+#include "backend/cuda/attention_rows.h"
 #include "backend/cuda/context.h"
 #include "core/dtype.h"
 #include "core/status.h"
@@ -68,13 +69,6 @@ struct KvLayer {
   TensorView v;
 };
 
-// backend::SequenceAttention with its block table flattened into one device array.
-struct DeviceSequence {
-  int32_t query_start;  // first batch row of the sequence
-  int32_t n_query;      // new tokens this step
-  int32_t n_context;    // tokens in context after this step
-  int32_t table_offset; // its block table starts at block_tables[table_offset]
-};
 
 // backend::AttentionBatch staged in device memory. The host-side counts and maxima let
 // the launchers size their grids without reading device memory.
