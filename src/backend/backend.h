@@ -57,6 +57,12 @@ struct RopeParams {
   const float* freq_factors = nullptr;  // [n_dims / 2] divisors of the frequencies (llama 3), or null
 };
 
+// One row's draw for Backend::draw_rows.
+struct RowDraw {
+  float temperature = 0.0f;  // 0: the greedy token
+  double uniform = 0.0;      // in [0, 1): where the draw falls
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -196,6 +202,12 @@ class Backend {
   // row starts with a NaN): a greedy sampler's choice, made where the logits are, so
   // that only the ids go to the host. x: [n][n_vocab] f32 rows; ids: [n] I32.
   virtual void argmax_rows(const TensorView& x, const TensorView& ids) = 0;
+  // ids[i] = the token row i of x gives a draw: draws[i].temperature 0 takes
+  // greedy_token's, above 0 core/draw.h's draw_token with draws[i].uniform (a temperature
+  // draw without truncation, bias or penalty, as the sampler makes it); -1 where neither
+  // finds a token. Made where the logits are, so that only the ids go to the host.
+  // x: [n][n_vocab] f32 rows; draws: [n]; ids: [n] I32.
+  virtual void draw_rows(const TensorView& x, std::span<const RowDraw> draws, const TensorView& ids) = 0;
   // Writes the new K and V rows to their KV slots, then for each sequence computes
   // softmax(q k^T * scale + causal mask) v over its context, grouped-query style
   // (query head h reads KV head h / (n_heads / n_kv_heads)). q: [n][n_heads][head_dim],

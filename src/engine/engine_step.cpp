@@ -19,7 +19,7 @@ double seconds_between(Clock::time_point start, Clock::time_point end) {
 void EngineCore::gather_sequences(const SchedulerOutput& plan) {
   sequences_.clear();
   for (const ScheduledRequest& scheduled : plan.scheduled) {
-    const Request* request = scheduler_.find(scheduled.id);
+    Request* request = scheduler_.find(scheduled.id);
     RunnerSequence sequence;
     sequence.first_position = scheduled.first_position;
     sequence.n_tokens = scheduled.n_tokens;
@@ -32,7 +32,9 @@ void EngineCore::gather_sequences(const SchedulerOutput& plan) {
     }
     sequence.block_table = kv_.block_table(scheduled.id);
     sequence.argmax_only = scheduled.samples && scheduled.n_draft_tokens == 0 && request != nullptr &&
-                           request->processor && request->processor->greedy_token_suffices();
+                           request->processor && request->processor->token_on_device_suffices();
+    // A draw's uniform is taken now, the one sample() would take after the pass.
+    if (sequence.argmax_only) sequence.draw = request->processor->device_draw();
     sequences_.push_back(sequence);
   }
 }

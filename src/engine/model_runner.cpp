@@ -120,7 +120,9 @@ void ModelRunner::append(const RunnerSequence& s) {
   if (!s.samples) return;
   for (int32_t row = s.n_tokens - s.n_logit_rows; row < s.n_tokens; ++row) {
     logit_rows_.push_back(query_start + row);
-    argmax_only_.push_back(s.argmax_only && s.n_logit_rows == 1 ? 1 : 0);
+    const bool on_device = s.argmax_only && s.n_logit_rows == 1;
+    argmax_only_.push_back(on_device ? 1 : 0);
+    draws_.push_back(on_device ? s.draw : backend::RowDraw{});
   }
 }
 
@@ -132,6 +134,7 @@ Expected<model::ForwardBatch> ModelRunner::prepare(std::span<const RunnerSequenc
   attention_.clear();
   logit_rows_.clear();
   argmax_only_.clear();
+  draws_.clear();
   for (const RunnerSequence& s : sequences) append(s);
 
   model::ForwardBatch batch;
@@ -144,6 +147,8 @@ Expected<model::ForwardBatch> ModelRunner::prepare(std::span<const RunnerSequenc
   if (std::find(argmax_only_.begin(), argmax_only_.end(), 1) != argmax_only_.end()) {
     batch.argmax_only = argmax_only_;
     batch.argmax_ids = greedy_tokens_;
+    const auto draws = [](const backend::RowDraw& d) { return d.temperature > 0.0f; };
+    if (std::any_of(draws_.begin(), draws_.end(), draws)) batch.draws = draws_;
   }
   // The one place a batch is checked: the model and the backend only assert it.
   PAGODA_TRY(model::check_batch(batch, model_->config(), model_->batch_limits(), *kv_, logits_));

@@ -32,9 +32,11 @@ struct RunnerSequence {
   // Rows at the end of the sequence that need logits when it samples: 1, or one per
   // proposal it verifies and the one after them.
   int32_t n_logit_rows = 1;
-  // Its one logit row (n_logit_rows 1) needs only its greedy token: the step's
+  // Its one logit row (n_logit_rows 1) needs only its token chosen where the logits
+  // are: its greedy token, or the draw `draw` asks for (temperature above 0). The step's
   // StepLogits::greedy_token gives it, and its logits may be left on the device.
   bool argmax_only = false;
+  backend::RowDraw draw = {};
 };
 
 struct RunnerLimits {
@@ -62,8 +64,9 @@ class StepLogits {
                          static_cast<size_t>(count) * static_cast<size_t>(n_vocab_));
   }
 
-  // The greedy token (core/argmax.h: -1 for none) of row i, a row of a sequence that
-  // asked for it alone (RunnerSequence::argmax_only), whose logits row(i) may not hold.
+  // The token chosen where the logits are (its greedy token, core/argmax.h, or its draw,
+  // core/draw.h: -1 for none) of row i, a row of a sequence that asked for it alone
+  // (RunnerSequence::argmax_only), whose logits row(i) may not hold.
   int32_t greedy_token(int32_t i) const { return greedy_tokens_[static_cast<size_t>(i)]; }
 
  private:
@@ -125,6 +128,8 @@ class ModelRunner {
   std::vector<int32_t> logit_rows_;                    // [<= max_logit_rows]
   // [logit rows]: 1 for the rows needing only their greedy token (RunnerSequence::argmax_only)
   std::vector<uint8_t> argmax_only_;
+  // [logit rows]: each argmax_only row's draw (temperature 0: its greedy token)
+  std::vector<backend::RowDraw> draws_;
   std::vector<int32_t> greedy_tokens_;  // [max_logit_rows]: the model writes the flagged rows'
   std::vector<backend::KvBlockCopy> copies_;  // [copies of the step]; grows to the largest step
   // [max_logit_rows][n_vocab], in memory the backend copies to fastest (pinned on a GPU).

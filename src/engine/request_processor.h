@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/backend.h"
 #include "core/status.h"
 #include "engine/output_grammar.h"
 #include "engine/request_output.h"
@@ -67,8 +68,16 @@ class RequestProcessor {
   // (greedy, no bias, penalty, grammar or log-probabilities): the step may then find it
   // where the logits are (RunnerSequence::argmax_only) and give it to take_greedy().
   bool greedy_token_suffices() const { return !grammar_ && sampler_.only_argmax(); }
-  // sample() for such a request given its greedy token (core/argmax.h: -1 for none,
-  // which fails as sample() does).
+  // Whether the next token can be chosen where the logits are: its greedy token as above,
+  // or a plain temperature draw (Sampler::only_draw) the backend makes with the uniform
+  // device_draw() takes from the request's generator (one per token, as sample() would).
+  bool token_on_device_suffices() const { return greedy_token_suffices() || (!grammar_ && sampler_.only_draw()); }
+  backend::RowDraw device_draw() {
+    if (!sampler_.only_draw()) return {};  // greedy: temperature 0
+    return backend::RowDraw{sampler_.temperature(), sampler_.draw_uniform()};
+  }
+  // sample() for such a request given the token chosen where the logits are (its greedy
+  // token or its draw; -1 for none, which fails as sample() does).
   Status take_greedy(int32_t token);
   Expected<RequestOutput> emit(bool context_full);
   // emit() for every token sample() kept, in order, up to the first that finishes the

@@ -64,6 +64,16 @@ class Sampler {
     return params_.greedy() && params_.logit_bias.empty() && !penalties_.enabled() && !params_.logprobs &&
            params_.top_logprobs == 0;
   }
+  // Whether the next token is a plain temperature draw (no bias, penalty, truncation or
+  // log-probabilities): core/draw.h's draw_token with draw_uniform() is then the token
+  // sample() takes, and a backend may draw it where the logits are (draw_rows).
+  bool only_draw() const {
+    const bool truncates = (params_.top_k > 0 && params_.top_k < n_vocab_) || params_.top_p < 1.0f ||
+                           params_.min_p > 0.0f;
+    return !params_.greedy() && !truncates && params_.logit_bias.empty() && !penalties_.enabled() &&
+           !params_.logprobs && params_.top_logprobs == 0;
+  }
+  float temperature() const { return params_.temperature; }
   // The error sample() gives when no token has a finite logit.
   static Status no_finite_logit();
 

@@ -80,19 +80,6 @@ size_t best_index(const CandidateList& list) {
   return best;
 }
 
-size_t draw_index(std::span<const float> weights, double total, double uniform) {
-  const double target = uniform * total;
-  double cumulative = 0.0;
-  for (size_t i = 0; i < weights.size(); ++i) {
-    cumulative += static_cast<double>(weights[i]);
-    if (target < cumulative) return i;
-  }
-  for (size_t i = weights.size(); i-- > 0;) {
-    if (weights[i] > 0.0f) return i;
-  }
-  return 0;
-}
-
 size_t sample_index(const CandidateList& list, float temperature, double uniform, std::span<float> scratch) {
   const double total = softmax_weights(list, max_logit(list), temperature, scratch);
   return draw_index(scratch.first(list.items.size()), total, uniform);

@@ -9,6 +9,7 @@
 #include <span>
 
 #include "core/argmax.h"
+#include "core/draw.h"
 
 namespace pagoda::engine {
 
@@ -47,15 +48,9 @@ size_t best_index(const CandidateList& list);
 // (token i with logits[i]), without building the list: the greedy choice when no bias or
 // penalty changes a logit.
 
-// The first index whose running sum of weights (in double, in index order) exceeds
-// uniform * total, total being their sum; weights: unnormalized probabilities (>= 0),
-// uniform in [0, 1). Rounding that leaves the target unreached gives the last index of
-// nonzero weight.
-size_t draw_index(std::span<const float> weights, double total, double uniform);
-
 // Draws a candidate from softmax(logit / temperature) using `uniform`, a number in
 // [0, 1); returns its index in `list`. temperature > 0; scratch: at least the list's
-// size, for the weights (core/exp_sum.h), walked by draw_index.
+// size, for the weights (core/exp_sum.h), walked by draw_index (core/draw.h).
 size_t sample_index(const CandidateList& list, float temperature, double uniform, std::span<float> scratch);
 
 }  // namespace pagoda::engine

@@ -125,6 +125,16 @@ Status check_logit_rows(const ForwardBatch& batch, const ModelConfig& config,
                      str(static_cast<int64_t>(batch.argmax_ids.size())) + " ids for " +
                      str(static_cast<int64_t>(n_rows)) + " logit rows");
   }
+  if (!batch.draws.empty() && (batch.argmax_only.empty() || batch.draws.size() != n_rows)) {
+    return bad_batch(str(static_cast<int64_t>(batch.draws.size())) + " draws for " +
+                     str(static_cast<int64_t>(n_rows)) + " logit rows" +
+                     (batch.argmax_only.empty() ? ", none flagged to take its token on the device" : ""));
+  }
+  for (const backend::RowDraw& d : batch.draws) {
+    if (!(d.temperature >= 0.0f) || !(d.uniform >= 0.0 && d.uniform < 1.0)) {
+      return bad_batch("a draw needs a temperature >= 0 and a uniform in [0, 1)");
+    }
+  }
   if (logits.size() < n_rows * static_cast<size_t>(config.n_vocab)) {
     return bad_batch("the logits buffer holds " + str(static_cast<int64_t>(logits.size())) +
                      " floats, " + str(static_cast<int64_t>(n_rows)) + " rows need " +

@@ -7,6 +7,7 @@
 #include <span>
 
 #include "backend/attention_batch.h"
+#include "backend/backend.h"
 
 namespace pagoda::model {
 
@@ -20,6 +21,10 @@ struct ForwardBatch {
   // [logit_rows.size()]); such a row's logits may be left unwritten (a GPU keeps them).
   std::span<const uint8_t> argmax_only;
   std::span<int32_t> argmax_ids;
+  // Empty (every flagged row takes its greedy token), or one draw per logit row: a
+  // flagged row takes the token Backend::draw_rows gives (temperature 0: its greedy
+  // token), written to argmax_ids as well.
+  std::span<const backend::RowDraw> draws;
 };
 
 }  // namespace pagoda::model

@@ -100,7 +100,11 @@ void TransformerModel::deliver_logits(const ForwardBatch& batch, std::span<float
   const bool any_argmax = !batch.argmax_only.empty();  // the runner passes flags only where one is set
   if (any_argmax) {
     const backend::TensorView ids = backend::make_view(argmax_ids_->data(), DType::I32, n_rows, 1);
-    backend_.argmax_rows(all, ids);
+    if (batch.draws.empty()) {
+      backend_.argmax_rows(all, ids);
+    } else {
+      backend_.draw_rows(all, batch.draws, ids);
+    }
     backend_.copy_to_host(ids, batch.argmax_ids.data());
   }
   if (host_logits_ != nullptr) return;

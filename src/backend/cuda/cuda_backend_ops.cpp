@@ -145,6 +145,25 @@ void CudaBackend::argmax_rows(const TensorView& x, const TensorView& ids) {
       [] { return std::string("argmax_rows"); });
 }
 
+void CudaBackend::draw_rows(const TensorView& x, std::span<const RowDraw> draws, const TensorView& ids) {
+  if (!ready()) return;
+  if (static_cast<int64_t>(draws.size()) != x.n_rows()) {
+    return note(invalid_argument("draw_rows: needs one draw per row (" + std::to_string(draws.size()) + " for " +
+                                 std::to_string(x.n_rows()) + " rows)"));
+  }
+  for (const RowDraw& d : draws) {
+    if (!(d.temperature >= 0.0f) || !(d.uniform >= 0.0 && d.uniform < 1.0)) {
+      return note(invalid_argument("draw_rows: a temperature must be >= 0 and a uniform in [0, 1)"));
+    }
+  }
+  Expected<const RowDraw*> staged = staging_.stage(draws);
+  if (!staged.ok()) return note(staged.status());
+  const RowDraw* device_draws = *staged;
+  run_op(
+      LaunchKey(kDrawRows).add(x).add(device_draws).add(ids),
+      [=, this] { return cuda::draw_rows(ctx_, x, device_draws, ids); }, [] { return std::string("draw_rows"); });
+}
+
 // The positions staged after the checks rope needs on the host (one per token), or
 // null with the error noted.
 const int32_t* CudaBackend::stage_positions(int64_t n_tokens, std::span<const int32_t> positions) {

@@ -60,6 +60,8 @@ Status silu_mul(const Context& ctx, const TensorView& gate, const TensorView& up
 Status gelu(const Context& ctx, const TensorView& x);
 // Backend::argmax_rows (argmax_rows.cu).
 Status argmax_rows(const Context& ctx, const TensorView& x, const TensorView& ids);
+// Backend::draw_rows (draw_rows.cu); draws: device [rows], checked by the backend.
+Status draw_rows(const Context& ctx, const TensorView& x, const RowDraw* draws, const TensorView& ids);
 
 // --- attention --------------------------------------------------------------------
 // One layer's KV storage: K and V, each ne = {n_kv_heads * head_dim, block_size *

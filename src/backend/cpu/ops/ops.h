@@ -62,6 +62,8 @@ Status silu_mul(ThreadPool& pool, Isa isa, const TensorView& gate, const TensorV
 Status gelu(ThreadPool& pool, const TensorView& x);
 // ids[i] = greedy_token(row i of x): x [n][n_vocab] f32 rows, ids [n] I32.
 Status argmax_rows(ThreadPool& pool, const TensorView& x, const TensorView& ids);
+// ids[i] = row i's draw (Backend::draw_rows): greedy_token or core/draw.h's draw_token.
+Status draw_rows(ThreadPool& pool, const TensorView& x, std::span<const RowDraw> draws, const TensorView& ids);
 
 // Shared checks.
 bool same_shape(const TensorView& a, const TensorView& b);

@@ -1,0 +1,62 @@
+// Backend::draw_rows on the GPU against the CPU backend's (core/draw.h): the same token
+// for every row, bit for bit as the host draws it: greedy rows, draws at temperatures
+// from 0.1 to 2.5 over vocabularies of 1 to 128256, refused rows (-1), and rows whose
+// target falls exactly on a running sum (all logits equal, uniform k / n), where the
+// kernel must take its exact path.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "backend/cpu/cpu_backend.h"
+#include "backend/test_util.h"
+#include "cuda_test_util.h"
+
+namespace pagoda::backend {
+namespace {
+
+TEST(CudaDrawRows, MatchesTheCpuOnEveryRow) {
+  PAGODA_SKIP_WITHOUT_CUDA();
+  std::unique_ptr<Backend> gpu = cuda_testing::make_backend();
+  ASSERT_NE(gpu, nullptr);
+  std::unique_ptr<Backend> cpu = make_cpu_backend({.n_threads = 2});
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  for (const int64_t n : {int64_t{1}, int64_t{33}, int64_t{1024}, int64_t{128256}}) {
+    const int64_t rows = 64;
+    std::vector<float> host = testing::random_values(static_cast<size_t>(rows * n), static_cast<uint32_t>(n));
+    for (float& x : host) x *= 8.0f;
+    const auto at = [&](int64_t r, int64_t c) -> float& { return host[static_cast<size_t>(r * n + c)]; };
+    std::vector<RowDraw> draws(static_cast<size_t>(rows));
+    const float temperatures[] = {0.0f, 0.1f, 0.8f, 1.0f, 2.5f};
+    for (int64_t r = 0; r < rows; ++r) {
+      draws[static_cast<size_t>(r)] = RowDraw{temperatures[r % 5], static_cast<double>((r * 7919) % 1000) / 1000.0};
+    }
+    at(1, 0) = nan;
+    for (int64_t c = 0; c < n; ++c) at(2, c) = -inf;
+    for (int64_t r = 3; r < 6; ++r) {  // equal logits: exact running sums, targets on them
+      for (int64_t c = 0; c < n; ++c) at(r, c) = 0.25f;
+      draws[static_cast<size_t>(r)] = RowDraw{1.0f, static_cast<double>(r - 3) / 3.0 == 0.0 ? 0.5 : 0.25};
+    }
+    for (int64_t c = 0; c < n; c += 5) at(6, c) = -inf;  // -inf entries among finite ones
+    cuda_testing::DeviceTensor logits = cuda_testing::allocate(*gpu, n, rows);
+    ASSERT_NE(logits.buffer, nullptr);
+    gpu->copy_from_host(host.data(), logits.whole());
+    Expected<std::unique_ptr<Buffer>> ids = gpu->allocate(static_cast<size_t>(rows) * sizeof(int32_t));
+    ASSERT_TRUE(ids.ok());
+    gpu->draw_rows(logits.view, draws, make_view((*ids)->data(), DType::I32, rows));
+    std::vector<int32_t> got(static_cast<size_t>(rows), -7), expected(static_cast<size_t>(rows), -9);
+    gpu->copy_to_host(make_view((*ids)->data(), DType::I32, rows), got.data());
+    gpu->synchronize();
+    const Status status = gpu->take_error();
+    ASSERT_TRUE(status.ok()) << status.message();
+    cpu->draw_rows(make_view(host.data(), DType::F32, n, rows), draws, make_view(expected.data(), DType::I32, rows));
+    ASSERT_TRUE(cpu->take_error().ok());
+    EXPECT_EQ(got, expected) << "n " << n;
+    EXPECT_EQ(got[1], -1);
+    EXPECT_EQ(got[2], -1);
+  }
+}
+
+}  // namespace
+}  // namespace pagoda::backend
