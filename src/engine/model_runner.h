@@ -126,7 +126,8 @@ class ModelRunner {
   std::vector<int64_t> slots_;      // [<= max_batch_tokens] block_id * block_size + row
   std::vector<backend::SequenceAttention> attention_;  // [<= max_sequences]
   std::vector<int32_t> logit_rows_;                    // [<= max_logit_rows]
-  // [logit rows]: 1 for the rows needing only their greedy token (RunnerSequence::argmax_only)
+  // [logit rows]: 1 for the rows needing only their token chosen where the logits are
+  // (RunnerSequence::argmax_only: the greedy token or a draw)
   std::vector<uint8_t> argmax_only_;
   // [logit rows]: each argmax_only row's draw (temperature 0: its greedy token)
   std::vector<backend::RowDraw> draws_;

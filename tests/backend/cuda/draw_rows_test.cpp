@@ -1,16 +1,21 @@
 // Backend::draw_rows on the GPU against the CPU backend's (core/draw.h): the same token
 // for every row, bit for bit as the host draws it: greedy rows, draws at temperatures
-// from 0.1 to 2.5 over vocabularies of 1 to 128256, refused rows (-1), and rows whose
-// target falls exactly on a running sum (all logits equal, uniform k / n), where the
-// kernel must take its exact path.
+// from 0.1 to 2.5 over vocabularies of 1 to 128256, refused rows (-1), rows with a NaN
+// after the first logit or a +inf (sums that are not finite), and rows whose uniform puts
+// the target on one of the host's running sums or a hair either side of it, where the
+// kernel's own sums cannot decide and it must repeat the host's walk.
+
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/test_util.h"
+#include "core/argmax.h"
+#include "core/exp_sum.h"
 #include "cuda_test_util.h"
 
 namespace pagoda::backend {
@@ -34,11 +39,27 @@ TEST(CudaDrawRows, MatchesTheCpuOnEveryRow) {
     }
     at(1, 0) = nan;
     for (int64_t c = 0; c < n; ++c) at(2, c) = -inf;
-    for (int64_t r = 3; r < 6; ++r) {  // equal logits: exact running sums, targets on them
-      for (int64_t c = 0; c < n; ++c) at(r, c) = 0.25f;
-      draws[static_cast<size_t>(r)] = RowDraw{1.0f, static_cast<double>(r - 3) / 3.0 == 0.0 ? 0.5 : 0.25};
+    // Rows 3..11: the target on the host's k-th running sum (k a quarter, half, three
+    // quarters of the way), or one double either side of it.
+    for (int64_t r = 3; r < 12; ++r) {
+      const std::span<const float> row(&at(r, 0), static_cast<size_t>(n));
+      const float max = row[argmax_logit(row)];
+      std::vector<float> weights(static_cast<size_t>(n));
+      const double total = exp_sum(row.data(), n, max, 1.0f / 0.8f, weights.data());
+      const int64_t k = n * (1 + (r - 3) / 3) / 4;
+      double cumulative = 0.0;
+      for (int64_t i = 0; i < k; ++i) cumulative += static_cast<double>(weights[static_cast<size_t>(i)]);
+      double uniform = cumulative / total;
+      if ((r - 3) % 3 == 1) uniform = std::nextafter(uniform, 0.0);
+      if ((r - 3) % 3 == 2) uniform = std::nextafter(uniform, 1.0);
+      draws[static_cast<size_t>(r)] = RowDraw{0.8f, uniform < 1.0 ? uniform : 0.5};
     }
-    for (int64_t c = 0; c < n; c += 5) at(6, c) = -inf;  // -inf entries among finite ones
+    if (n > 20) {
+      at(12, 17) = nan;  // a NaN after the first logit: a sum that is not finite
+      at(13, 9) = inf;
+      draws[12] = draws[13] = RowDraw{1.0f, 0.3};
+    }
+    for (int64_t c = 0; c < n; c += 5) at(14, c) = -inf;  // -inf entries among finite ones
     cuda_testing::DeviceTensor logits = cuda_testing::allocate(*gpu, n, rows);
     ASSERT_NE(logits.buffer, nullptr);
     gpu->copy_from_host(host.data(), logits.whole());
