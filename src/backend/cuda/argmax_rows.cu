@@ -1,55 +1,25 @@
 // The greedy token of each row of logits on the GPU (Backend::argmax_rows), so that a
 // step of greedy requests copies one int per row to the host instead of its logits. One
-// block per row: each thread keeps the largest value it sees in its stride and that
-// value's first index (a NaN never ranks: `v > best` is false for it), then the block
-// combines them, the larger value winning and the lower index on a tie. That is the first
-// index of the row's largest value, as core/argmax.h finds it on the host.
+// block per row, with row_greedy.cuh's rule (core/argmax.h's).
 
 #include <cuda_runtime.h>
 
-#include <cmath>
 #include <cstdint>
 
 #include "backend/cuda/f32_rows.cuh"
 #include "backend/cuda/ops.h"
+#include "backend/cuda/row_greedy.cuh"
 
 namespace pagoda::backend::cuda {
 namespace {
 
 constexpr int kThreads = 512;
 
-struct Best {
-  float value;
-  int64_t index;
-};
-
-__device__ __forceinline__ Best better(Best a, Best b) {
-  if (b.value > a.value || (b.value == a.value && b.index < a.index)) return b;
-  return a;
-}
-
 __global__ void __launch_bounds__(kThreads) argmax_rows_kernel(F32Rows x, int64_t n, int32_t* ids) {
-  __shared__ Best warp_best[kThreads / 32];
+  __shared__ RowBest warp_best[kThreads / 32];
   const float* row = x.row(blockIdx.x);
-  // -inf with no index yet: any value but NaN or -inf replaces it; an all -inf row keeps
-  // index n, which the caller's rule turns into -1 as it does for index 0 at -inf.
-  Best best{-INFINITY, n};
-  for (int64_t i = threadIdx.x; i < n; i += kThreads) {
-    const float v = row[i];
-    if (v > best.value) best = Best{v, i};
-  }
-  for (int offset = 16; offset > 0; offset /= 2) {
-    const Best other{__shfl_xor_sync(0xffffffffu, best.value, offset),
-                     __shfl_xor_sync(0xffffffffu, best.index, offset)};
-    best = better(best, other);
-  }
-  if (threadIdx.x % 32 == 0) warp_best[threadIdx.x / 32] = best;
-  __syncthreads();
-  if (threadIdx.x != 0) return;
-  for (int w = 1; w < kThreads / 32; ++w) best = better(best, warp_best[w]);
-  // A NaN first (the host's argmax stops there) or nothing above -inf: no token.
-  const bool none = isnan(row[0]) || !(best.value > -INFINITY);
-  ids[blockIdx.x] = none ? -1 : static_cast<int32_t>(best.index);
+  const RowBest best = row_best<kThreads>(row, n, warp_best);
+  if (threadIdx.x == 0) ids[blockIdx.x] = greedy_of(row, best);
 }
 
 }  // namespace

@@ -21,6 +21,7 @@
 
 #include "backend/cuda/f32_rows.cuh"
 #include "backend/cuda/ops.h"
+#include "backend/cuda/row_greedy.cuh"
 
 namespace pagoda::backend::cuda {
 namespace {
@@ -52,16 +53,6 @@ __device__ __forceinline__ float weight(float x, float shift, float scale) {
   return softmax_exp(__fmul_rn(__fsub_rn(x, shift), scale));
 }
 
-struct Best {
-  float value;
-  int64_t index;
-};
-
-__device__ __forceinline__ Best better(Best a, Best b) {
-  if (b.value > a.value || (b.value == a.value && b.index < a.index)) return b;
-  return a;
-}
-
 // The host's draw, exactly (core/exp_sum.cpp's 8 partial sums in their combining order,
 // then draw_index's sequential walk and its fallback). Called by the whole block:
 // threads 0..7 take a partial sum each, thread 0 the walk; thread 0 gets the index.
@@ -87,35 +78,23 @@ __device__ int64_t exact_draw(const float* row, int64_t n, float max, float scal
 }
 
 __global__ void __launch_bounds__(kThreads) draw_rows_kernel(F32Rows x, int64_t n, const RowDraw* draws, int32_t* ids) {
-  __shared__ Best warp_best[kWarps];
+  __shared__ RowBest warp_best[kWarps];
   __shared__ double warp_sums[kWarps];
   __shared__ int64_t crossing;
   __shared__ int uncertain;
   const float* row = x.row(blockIdx.x);
   const RowDraw draw = draws[blockIdx.x];
   const int lane = static_cast<int>(threadIdx.x) % 32, warp = static_cast<int>(threadIdx.x) / 32;
-
-  // The greedy token (argmax_rows.cu's rule), and the largest logit.
-  Best best{-INFINITY, n};
-  for (int64_t i = threadIdx.x; i < n; i += kThreads) {
-    const float v = row[i];
-    if (v > best.value) best = Best{v, i};
-  }
-  for (int offset = 16; offset > 0; offset /= 2) {
-    best = better(best, Best{__shfl_xor_sync(0xffffffffu, best.value, offset),
-                             __shfl_xor_sync(0xffffffffu, best.index, offset)});
-  }
-  if (lane == 0) warp_best[warp] = best;
   if (threadIdx.x == 0) {
     crossing = INT64_MAX;
     uncertain = 0;
   }
-  __syncthreads();
-  best = warp_best[0];
-  for (int w = 1; w < kWarps; ++w) best = better(best, warp_best[w]);
-  const bool none = isnan(row[0]) || !(best.value > -INFINITY);
-  if (draw.temperature == 0.0f || none) {
-    if (threadIdx.x == 0) ids[blockIdx.x] = none ? -1 : static_cast<int32_t>(best.index);
+
+  // The greedy token (argmax_rows.cu's rule), and the largest logit.
+  const RowBest best = row_best<kThreads>(row, n, warp_best);
+  const int32_t greedy = greedy_of(row, best);
+  if (draw.temperature == 0.0f || greedy < 0) {
+    if (threadIdx.x == 0) ids[blockIdx.x] = greedy;
     return;  // the whole block
   }
   const float max = best.value;
