@@ -145,18 +145,11 @@ __global__ void __launch_bounds__(kMaxBlockWarps * 32) attention_kernel(Attentio
   allow_next_kernel();  // the output projection's matmul may start streaming its weights
   extern __shared__ float smem[];  // see the carving below
   __shared__ int64_t slots[kTile];
-  const int32_t first_row = a.row_begin + static_cast<int32_t>(blockIdx.x);
-  const int32_t kv_head = blockIdx.y / a.head_chunks;
-  const int32_t split = blockIdx.z;
-  const DeviceSequence seq = a.sequences[a.row_sequence[first_row]];
-  int32_t rows_end = 0;
-  if (!block_rows(a, seq, first_row, &rows_end)) return;  // the whole block: its group's first row takes it
-  // The block's last row attends to the most positions: its splits bound the block's.
-  const int32_t last_positions = attended_positions(seq, rows_end - 1);
-  const int32_t last_splits = splits_of(a, last_positions);
-  if (split >= last_splits) return;  // the whole block: these rows have fewer splits
-  const int32_t begin = split * kSplitPositions;
-  const int32_t end = split_end(split, last_splits, last_positions);
+  BlockSpan span;
+  if (!block_span(a, &span)) return;  // the whole block
+  const DeviceSequence& seq = span.seq;
+  const int32_t first_row = span.first_row, rows_end = span.rows_end, kv_head = span.kv_head, split = span.split;
+  const int32_t begin = span.begin, end = span.end;
 
   const int hd = a.head_dim, warp = threadIdx.x / 32, n_warps = a.heads_per_block * a.rows_per_block;
   float* k_tile = smem;                          // [kTile][hd + 1]
@@ -165,7 +158,7 @@ __global__ void __launch_bounds__(kMaxBlockWarps * 32) attention_kernel(Attentio
   float* weights = v_tile + kTile * hd + n_warps * hd + warp * kTile;  // [n_warps][kTile]
   // This warp's row and query head, and its positions in this split.
   const int32_t row = first_row + warp / a.heads_per_block;
-  const int32_t head_in_group = (blockIdx.y % a.head_chunks) * a.heads_per_block + warp % a.heads_per_block;
+  const int32_t head_in_group = span.chunk * a.heads_per_block + warp % a.heads_per_block;
   const int32_t head = kv_head * a.group + head_in_group;
   const int32_t n_positions = row < rows_end ? attended_positions(seq, row) : 0;
   const int32_t row_splits = splits_of(a, n_positions);
@@ -324,15 +317,8 @@ Status run_attention(const Context& ctx, AttentionArgs a, int32_t n_tokens) {
 // warps), above the default 48 KiB, as far as the device allows.
 template <KvType T>
 Status allow_shared_memory(const Context& ctx) {
-  const size_t most = std::min(shared_bytes(kMaxHeadDim, kMaxBlockWarps), ctx.shared_memory_optin);
-  if (most <= 48 * 1024) return {};
-  const cudaError_t e =
-      cudaFuncSetAttribute(attention_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(most));
-  if (e != cudaSuccess) {
-    cudaGetLastError();
-    return internal_error(std::string("attention: shared memory: ") + cudaGetErrorString(e));
-  }
-  return {};
+  return opt_in_shared_memory(reinterpret_cast<const void*>(attention_kernel<T>),
+                             std::min(shared_bytes(kMaxHeadDim, kMaxBlockWarps), ctx.shared_memory_optin));
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <string>
 
 #include "backend/cuda/attention_rows.h"
 #include "backend/cuda/context.h"
@@ -51,6 +52,45 @@ __device__ inline int32_t splits_of(const AttentionArgs& a, int32_t n_positions)
 __device__ inline bool block_rows(const AttentionArgs& a, const DeviceSequence& seq, int32_t first_row,
                                   int32_t* end) {
   return block_rows(a.row_begin, a.row_end, a.rows_per_block, seq, first_row, end);
+}
+
+// What the block of (blockIdx.x, blockIdx.y, blockIdx.z) takes: the query rows
+// [first_row, rows_end) of one sequence, the query heads of head chunk `chunk` of KV head
+// kv_head's group, and the positions [begin, end) of split `split` (the block's last row
+// attends to the most: its splits bound the block's).
+struct BlockSpan {
+  DeviceSequence seq;
+  int32_t first_row, rows_end, kv_head, chunk, split, begin, end;
+};
+
+// The block's span; false where it takes nothing (the whole block leaves): a row before
+// its first in the same group takes its rows, or its rows have fewer splits.
+__device__ inline bool block_span(const AttentionArgs& a, BlockSpan* b) {
+  b->first_row = a.row_begin + static_cast<int32_t>(blockIdx.x);
+  b->kv_head = static_cast<int32_t>(blockIdx.y) / a.head_chunks;
+  b->chunk = static_cast<int32_t>(blockIdx.y) % a.head_chunks;
+  b->split = static_cast<int32_t>(blockIdx.z);
+  b->seq = a.sequences[a.row_sequence[b->first_row]];
+  if (!block_rows(a, b->seq, b->first_row, &b->rows_end)) return false;
+  const int32_t last_positions = attended_positions(b->seq, b->rows_end - 1);
+  const int32_t last_splits = splits_of(a, last_positions);
+  if (b->split >= last_splits) return false;
+  b->begin = b->split * kSplitPositions;
+  b->end = split_end(b->split, last_splits, last_positions);
+  return true;
+}
+
+// Opts `kernel` in to `bytes` of dynamic shared memory a block, where that is above the
+// default 48 KiB. Once per device (the call waits for the device's copies).
+inline Status opt_in_shared_memory(const void* kernel, size_t bytes) {
+  if (bytes <= 48 * 1024) return {};
+  const cudaError_t e =
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    return internal_error(std::string("attention: shared memory: ") + cudaGetErrorString(e));
+  }
+  return {};
 }
 
 // Where split `split` of a row's result goes: its output row (with 1 / sum as the factor)

@@ -272,19 +272,11 @@ __global__ void __launch_bounds__(kMaxWarps * 32) attention_mma_kernel(Attention
   allow_next_kernel();  // the output projection's matmul may start streaming its weights
   extern __shared__ uint4 shared_memory[];  // 16-byte aligned, carved below
   __shared__ int64_t slots[kTile];
-  const int32_t first_row = a.row_begin + static_cast<int32_t>(blockIdx.x);
-  const int32_t kv_head = static_cast<int32_t>(blockIdx.y) / a.head_chunks;
-  const int32_t chunk = static_cast<int32_t>(blockIdx.y) % a.head_chunks;
-  const int32_t split = static_cast<int32_t>(blockIdx.z);
-  const DeviceSequence seq = a.sequences[a.row_sequence[first_row]];
-  int32_t rows_end = 0;
-  if (!block_rows(a, seq, first_row, &rows_end)) return;  // the whole block: its group's first row takes it
-  // The block's last row attends to the most positions: its splits bound the block's.
-  const int32_t last_positions = attended_positions(seq, rows_end - 1);
-  const int32_t last_splits = splits_of(a, last_positions);
-  if (split >= last_splits) return;  // the whole block: these rows have fewer splits
-  const int32_t begin = split * kSplitPositions;
-  const int32_t end = split_end(split, last_splits, last_positions);
+  BlockSpan span;
+  if (!block_span(a, &span)) return;  // the whole block
+  const DeviceSequence& seq = span.seq;
+  const int32_t first_row = span.first_row, rows_end = span.rows_end, kv_head = span.kv_head;
+  const int32_t chunk = span.chunk, split = span.split, begin = span.begin, end = span.end;
 
   constexpr int S = shared_stride<D>;
   const int pairs = static_cast<int>(blockDim.x) / 32 * 16;
@@ -347,14 +339,8 @@ size_t most_shared_bytes(int padded_dim) {
 template <int D>
 Status allow_shared_memory(const Context& ctx) {
   const size_t most = most_shared_bytes(D);
-  if (most <= 48 * 1024 || most > ctx.shared_memory_optin) return {};
-  const cudaError_t e =
-      cudaFuncSetAttribute(attention_mma_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(most));
-  if (e != cudaSuccess) {
-    cudaGetLastError();
-    return internal_error(std::string("attention: shared memory: ") + cudaGetErrorString(e));
-  }
-  return {};
+  if (most > ctx.shared_memory_optin) return {};  // attention_mma_fits keeps those heads off this kernel
+  return opt_in_shared_memory(reinterpret_cast<const void*>(attention_mma_kernel<D>), most);
 }
 
 }  // namespace
