@@ -7,11 +7,7 @@
 
 #include <cstdint>
 
-#if defined(__CUDACC__)
-#define PAGODA_HOST_DEVICE __host__ __device__
-#else
-#define PAGODA_HOST_DEVICE
-#endif
+#include "backend/cuda/host_device.h"
 
 namespace pagoda::backend::cuda {
 
