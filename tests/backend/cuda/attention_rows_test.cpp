@@ -112,14 +112,18 @@ TEST(CudaAttentionRows, EveryRowSplitIsTakenOnceAndCoversItsPositions) {
             for (size_t s = 0; s < ranges.size(); ++s) {
               ASSERT_EQ(ranges[s].first, next) << where << ": row " << row;
               ASSERT_GT(ranges[s].second, ranges[s].first) << where << ": row " << row;
-              if (s + 1 < ranges.size()) ASSERT_EQ(ranges[s].second - ranges[s].first, kSplitPositions);
+              if (s + 1 < ranges.size()) {
+                ASSERT_EQ(ranges[s].second - ranges[s].first, kSplitPositions) << where << ": row " << row;
+              }
               next = ranges[s].second;
             }
             ASSERT_EQ(next, n) << where << ": row " << row;
             // With the grid's own split count, a row's splits are its own, whatever the launch.
             if (n_splits == grid_splits) {
               auto [entry, added] = reference.try_emplace(row, ranges);
-              if (!added) ASSERT_EQ(entry->second, ranges) << where << ": row " << row;
+              if (!added) {
+                ASSERT_EQ(entry->second, ranges) << where << ": row " << row;
+              }
             }
           }
           for (const auto& [key, taken] : visits) {
