@@ -110,6 +110,25 @@ __device__ __forceinline__ int32_t codebook_values(uint32_t indices) {
   return static_cast<int32_t>((high & upper) | (low & ~upper));
 }
 
+// The block value of the formats without a minimum: (d x.d) float(sumi), as the CPU
+// computes it for Q5_0, IQ4_NL, Q3_K, Q6_K and IQ4_XS.
+struct ScaledValue {
+  __device__ static float value(const Part& p, const XScalars& xs, int sumi, int) {
+    return __fmul_rn(__fmul_rn(p.d, xs.d), static_cast<float>(sumi));
+  }
+};
+
+// The integer sums of the formats with a scale per 16 values and no minimum (Q3_K,
+// Q6_K): sumi = sum over k of scale[k] times the dot of words 4 k .. 4 k + 3.
+struct ScalesPer16 {
+  __device__ static void sums(const Part& p, const int32_t (&x)[kPartWords], const XScalars&, int& sumi, int& summ) {
+    sumi = 0;
+#pragma unroll
+    for (int k = 0; k < 4; ++k) sumi += p.scale[k] * dot_words(p.w + 4 * k, x + 4 * k, 4, 0);
+    summ = 0;
+  }
+};
+
 // The 32-value formats share one layout of activations: one run a block.
 struct Format32 {
   static constexpr int kBlockValues = 32, kParts = 1, kRuns = 1, kAlign = 2;
@@ -186,8 +205,9 @@ struct Q4_1Or5_1 : Format32 {
 };
 
 // IQ4_NL: indices into the codebook, low nibbles values 0..15, high ones 16..31:
-// (x.d d) float(sumi).
-struct IQ4_NL : Format32 {
+// (x.d d) float(sumi), which is (d x.d) float(sumi) (a product of two floats rounds alike
+// either way round).
+struct IQ4_NL : Format32, ScaledValue {
   using Block = quant::BlockIQ4_NL;
   static constexpr ActivationFormat kActivations = ActivationFormat::kQ8_0;
   __device__ static void load(const uint8_t* block, int, const uint8_t* end, Part& p) {
@@ -203,9 +223,6 @@ struct IQ4_NL : Format32 {
   __device__ static void sums(const Part& p, const int32_t (&x)[kPartWords], const XScalars&, int& sumi, int& summ) {
     sumi = dot_words(p.w, x, 8, 0);
     summ = 0;
-  }
-  __device__ static float value(const Part& p, const XScalars& xs, int sumi, int) {
-    return __fmul_rn(__fmul_rn(xs.d, p.d), static_cast<float>(sumi));
   }
 };
 

@@ -84,7 +84,7 @@ using Q5_K = Q4_KOr5_K<true>;
 // qh[32 h + l], stored offset by 32; part c holds r = c % 2 (run 0) and c % 2 + 2 (run
 // 1). int8 scales, one per 16 values. The block's value: d x.d float(sumi). 210-byte
 // blocks: 2-byte alignment (the ninth word each load_words reads stays in the block).
-struct Q6_K : FormatK {
+struct Q6_K : FormatK, ScalesPer16, ScaledValue {
   using Block = quant::BlockQ6_K;
   static constexpr int kAlign = 2;
   __device__ static int x_offset(int c, int run) { return 128 * (c / 2) + 32 * (c % 2) + 64 * run; }
@@ -108,15 +108,6 @@ struct Q6_K : FormatK {
     p.scale[2] = static_cast<int8_t>(s45 & 0xFF);
     p.scale[3] = static_cast<int8_t>(s45 >> 8);
     p.d = pieces_detail::half_bits_to_f32(pieces_detail::ldg_u16(block + offsetof(Block, d)));
-  }
-  __device__ static void sums(const Part& p, const int32_t (&x)[kPartWords], const XScalars&, int& sumi, int& summ) {
-    sumi = 0;
-#pragma unroll
-    for (int k = 0; k < 4; ++k) sumi += p.scale[k] * dot_words(p.w + 4 * k, x + 4 * k, 4, 0);
-    summ = 0;
-  }
-  __device__ static float value(const Part& p, const XScalars& xs, int sumi, int) {
-    return __fmul_rn(__fmul_rn(p.d, xs.d), static_cast<float>(sumi));
   }
 };
 
@@ -166,7 +157,7 @@ struct Q2_K : FormatK {
 // bit 4 k + j of hmask[l] is set; group g has scale (6 bits of the packed 12) - 32. Part
 // c: k = c / 2, j = 2 (c % 2) + run, groups 8 k + 4 (c % 2) .. + 3. The block's value:
 // d x.d float(sumi). 110-byte blocks: 2-byte alignment.
-struct Q3_K : FormatK {
+struct Q3_K : FormatK, ScalesPer16, ScaledValue {
   using Block = quant::BlockQ3_K;
   static constexpr int kAlign = 2;
   __device__ static int x_offset(int c, int run) { return 128 * (c / 2) + 64 * (c % 2) + 32 * run; }
@@ -193,22 +184,13 @@ struct Q3_K : FormatK {
     for (int g = 0; g < 4; ++g) p.scale[g] = static_cast<int>((scales >> (8 * g)) & 0xFFu) - 32;
     p.d = pieces_detail::half_bits_to_f32(pieces_detail::ldg_u16(block + offsetof(Block, d)));
   }
-  __device__ static void sums(const Part& p, const int32_t (&x)[kPartWords], const XScalars&, int& sumi, int& summ) {
-    sumi = 0;
-#pragma unroll
-    for (int g = 0; g < 4; ++g) sumi += p.scale[g] * dot_words(p.w + 4 * g, x + 4 * g, 4, 0);
-    summ = 0;
-  }
-  __device__ static float value(const Part& p, const XScalars& xs, int sumi, int) {
-    return __fmul_rn(__fmul_rn(p.d, xs.d), static_cast<float>(sumi));
-  }
 };
 
 // IQ4_XS: sub-block s (32 values) has the indices qs[16 s .. 16 s + 15] (low nibbles its
 // values 0..15, high ones 16..31) into the IQ4_NL codebook and the scale ls - 32, ls
 // nibble s of scales_l and bits 2 s, 2 s + 1 of scales_h. Part c: sub-blocks 2 c, 2 c + 1.
 // The block's value: d x.d float(sumi). 136-byte blocks: 8-byte alignment.
-struct IQ4_XS : FormatK {
+struct IQ4_XS : FormatK, ScaledValue {
   using Block = quant::BlockIQ4_XS;
   static constexpr int kAlign = 8;
   __device__ static int x_offset(int c, int run) { return 64 * c + 32 * run; }
@@ -236,9 +218,6 @@ struct IQ4_XS : FormatK {
   __device__ static void sums(const Part& p, const int32_t (&x)[kPartWords], const XScalars&, int& sumi, int& summ) {
     sumi = p.scale[0] * dot_words(p.w, x, 8, 0) + p.scale[1] * dot_words(p.w + 8, x + 8, 8, 0);
     summ = 0;
-  }
-  __device__ static float value(const Part& p, const XScalars& xs, int sumi, int) {
-    return __fmul_rn(__fmul_rn(p.d, xs.d), static_cast<float>(sumi));
   }
 };
 
