@@ -50,17 +50,32 @@ __device__ __forceinline__ const uint8_t* block_of(const uint8_t* row, int64_t p
   return row + static_cast<int64_t>(static_cast<uint64_t>(p) / kPieces) * static_cast<int64_t>(sizeof(Block));
 }
 
-// The 8 nibbles of quarter k (values 8k .. 8k + 7) of 32 values packed in 16 bytes as
-// the 4-bit formats pack them (byte j: value j in its low nibble, value j + 16 in its
-// high): bytes 8 (k % 2) .. + 8, nibbles 4 (k / 2) up.
+// The 8 nibbles of quarter k (values 8k .. 8k + 7) of a block's 32 values packed in its
+// 16 bytes qs as the 4-bit formats pack them (byte j: value j in its low nibble, value
+// j + 16 in its high): bytes 8 (k % 2) .. + 8, nibbles 4 (k / 2) up.
+template <typename Block>
 struct QuarterNibbles {
   uint2 bytes;
   int quarter;
-  __device__ void load(const uint8_t* qs, int k) {
-    bytes = ldg_8_bytes(qs + 8 * (k % 2));
+  __device__ void load(const uint8_t* block, int k) {
+    bytes = ldg_8_bytes(block + offsetof(Block, qs) + 8 * (k % 2));
     quarter = k;
   }
   __device__ uint32_t operator[](int l) const { return (byte_of(bytes, l) >> (4 * (quarter / 2))) & 0xF; }
+};
+
+// What a piece of a 32-value block with an f16 scale d (and, kMin, a minimum m) reads:
+// d (m) and its quarter of the quants (Quarter: QuarterNibbles or FiveBitQuarter).
+template <typename Block, typename Quarter, bool kMin>
+struct ScaledQuarter {
+  uint32_t d, m;
+  Quarter q;
+  __device__ void load(const uint8_t* row, int64_t p) {
+    const uint8_t* block = block_of<Block, 4>(row, p);
+    d = ldg_u16(block + offsetof(Block, d));
+    if constexpr (kMin) m = ldg_u16(block + offsetof(Block, m));
+    q.load(block, static_cast<int>(p & 3));
+  }
 };
 }  // namespace pieces_detail
 
@@ -144,51 +159,6 @@ struct WeightPiece<DType::Q8_0> {
   }
 };
 
-// Q4_0 and Q4_1: value = (nibble - 8) * d, nibble * d + m.
-template <>
-struct WeightPiece<DType::Q4_0> {
-  using Block = quant::BlockQ4_0;
-  static constexpr bool kSupported = true;
-  static constexpr int kAlign = 2;
-  struct Raw {
-    uint32_t d;
-    pieces_detail::QuarterNibbles q;
-  };
-  __device__ static void load(const uint8_t* row, int64_t p, Raw& r) {
-    const uint8_t* block = pieces_detail::block_of<Block, 4>(row, p);
-    r.d = pieces_detail::ldg_u16(block + offsetof(Block, d));
-    r.q.load(block + offsetof(Block, qs), static_cast<int>(p & 3));
-  }
-  __device__ static void decode(const Raw& r, float (&v)[kPieceValues]) {
-    const float d = pieces_detail::half_bits_to_f32(r.d);
-#pragma unroll
-    for (int l = 0; l < 8; ++l) v[l] = __fmul_rn(small_int_to_f32<8>(r.q[l]), d);
-  }
-};
-
-template <>
-struct WeightPiece<DType::Q4_1> {
-  using Block = quant::BlockQ4_1;
-  static constexpr bool kSupported = true;
-  static constexpr int kAlign = 2;
-  struct Raw {
-    uint32_t d, m;
-    pieces_detail::QuarterNibbles q;
-  };
-  __device__ static void load(const uint8_t* row, int64_t p, Raw& r) {
-    const uint8_t* block = pieces_detail::block_of<Block, 4>(row, p);
-    r.d = pieces_detail::ldg_u16(block + offsetof(Block, d));
-    r.m = pieces_detail::ldg_u16(block + offsetof(Block, m));
-    r.q.load(block + offsetof(Block, qs), static_cast<int>(p & 3));
-  }
-  __device__ static void decode(const Raw& r, float (&v)[kPieceValues]) {
-    const float d = pieces_detail::half_bits_to_f32(r.d);
-    const float m = pieces_detail::half_bits_to_f32(r.m);
-#pragma unroll
-    for (int l = 0; l < 8; ++l) v[l] = __fadd_rn(__fmul_rn(small_int_to_f32<0>(r.q[l]), d), m);
-  }
-};
-
 // Q5_0 and Q5_1: Q4_0 / Q4_1 with a fifth bit: bit i of the block's 32-bit qh is the
 // fifth bit of value i (quarter k holds values 8k .. 8k + 7).
 namespace pieces_detail {
@@ -196,75 +166,63 @@ namespace pieces_detail {
 template <typename Block>
 struct FiveBitQuarter {
   uint32_t qh;
-  QuarterNibbles q;
+  QuarterNibbles<Block> q;
   __device__ void load(const uint8_t* block, int k) {
     qh = ldg_u16(block + offsetof(Block, qh)) | (ldg_u16(block + offsetof(Block, qh) + 2) << 16);
-    q.load(block + offsetof(Block, qs), k);
+    q.load(block, k);
   }
   __device__ uint32_t operator[](int l) const { return q[l] | (((qh >> (8 * q.quarter + l)) & 1u) << 4); }
 };
 
-}  // namespace pieces_detail
-
-template <>
-struct WeightPiece<DType::Q5_0> {
-  using Block = quant::BlockQ5_0;
+// The 32-value formats' pieces: piece p is quarter p % 4 of block p / 4.
+template <typename Block, typename Quarter, bool kMin>
+struct QuarterPiece {
   static constexpr bool kSupported = true;
   static constexpr int kAlign = 2;
-  struct Raw {
-    uint32_t d;
-    pieces_detail::FiveBitQuarter<Block> q;
-  };
-  __device__ static void load(const uint8_t* row, int64_t p, Raw& r) {
-    const uint8_t* block = pieces_detail::block_of<Block, 4>(row, p);
-    r.d = pieces_detail::ldg_u16(block + offsetof(Block, d));
-    r.q.load(block, static_cast<int>(p & 3));
-  }
-  __device__ static void decode(const Raw& r, float (&v)[kPieceValues]) {
-    const float d = pieces_detail::half_bits_to_f32(r.d);
+  using Raw = ScaledQuarter<Block, Quarter, kMin>;
+  __device__ static void load(const uint8_t* row, int64_t p, Raw& r) { r.load(row, p); }
+};
+
+// value = (q - kOffset) d: Q4_0 (nibbles, 8) and Q5_0 (five bits, 16).
+template <typename Block, typename Quarter, uint32_t kOffset>
+struct OffsetPiece : QuarterPiece<Block, Quarter, false> {
+  __device__ static void decode(const ScaledQuarter<Block, Quarter, false>& r, float (&v)[kPieceValues]) {
+    const float d = half_bits_to_f32(r.d);
 #pragma unroll
-    for (int l = 0; l < 8; ++l) v[l] = __fmul_rn(small_int_to_f32<16>(r.q[l]), d);
+    for (int l = 0; l < 8; ++l) v[l] = __fmul_rn(small_int_to_f32<kOffset>(r.q[l]), d);
   }
 };
 
-template <>
-struct WeightPiece<DType::Q5_1> {
-  using Block = quant::BlockQ5_1;
-  static constexpr bool kSupported = true;
-  static constexpr int kAlign = 2;
-  struct Raw {
-    uint32_t d, m;
-    pieces_detail::FiveBitQuarter<Block> q;
-  };
-  __device__ static void load(const uint8_t* row, int64_t p, Raw& r) {
-    const uint8_t* block = pieces_detail::block_of<Block, 4>(row, p);
-    r.d = pieces_detail::ldg_u16(block + offsetof(Block, d));
-    r.m = pieces_detail::ldg_u16(block + offsetof(Block, m));
-    r.q.load(block, static_cast<int>(p & 3));
-  }
-  __device__ static void decode(const Raw& r, float (&v)[kPieceValues]) {
-    const float d = pieces_detail::half_bits_to_f32(r.d);
-    const float m = pieces_detail::half_bits_to_f32(r.m);
+// value = q d + m: Q4_1 and Q5_1.
+template <typename Block, typename Quarter>
+struct MinPiece : QuarterPiece<Block, Quarter, true> {
+  __device__ static void decode(const ScaledQuarter<Block, Quarter, true>& r, float (&v)[kPieceValues]) {
+    const float d = half_bits_to_f32(r.d);
+    const float m = half_bits_to_f32(r.m);
 #pragma unroll
     for (int l = 0; l < 8; ++l) v[l] = __fadd_rn(__fmul_rn(small_int_to_f32<0>(r.q[l]), d), m);
   }
 };
 
+}  // namespace pieces_detail
+
+template <>
+struct WeightPiece<DType::Q4_0>
+    : pieces_detail::OffsetPiece<quant::BlockQ4_0, pieces_detail::QuarterNibbles<quant::BlockQ4_0>, 8> {};
+template <>
+struct WeightPiece<DType::Q5_0>
+    : pieces_detail::OffsetPiece<quant::BlockQ5_0, pieces_detail::FiveBitQuarter<quant::BlockQ5_0>, 16> {};
+template <>
+struct WeightPiece<DType::Q4_1>
+    : pieces_detail::MinPiece<quant::BlockQ4_1, pieces_detail::QuarterNibbles<quant::BlockQ4_1>> {};
+template <>
+struct WeightPiece<DType::Q5_1>
+    : pieces_detail::MinPiece<quant::BlockQ5_1, pieces_detail::FiveBitQuarter<quant::BlockQ5_1>> {};
+
 // IQ4_NL: Q4_0's layout; value = d * codebook[index] (blocks_detail::iq4_value).
 template <>
-struct WeightPiece<DType::IQ4_NL> {
-  using Block = quant::BlockIQ4_NL;
-  static constexpr bool kSupported = true;
-  static constexpr int kAlign = 2;
-  struct Raw {
-    uint32_t d;
-    pieces_detail::QuarterNibbles q;
-  };
-  __device__ static void load(const uint8_t* row, int64_t p, Raw& r) {
-    const uint8_t* block = pieces_detail::block_of<Block, 4>(row, p);
-    r.d = pieces_detail::ldg_u16(block + offsetof(Block, d));
-    r.q.load(block + offsetof(Block, qs), static_cast<int>(p & 3));
-  }
+struct WeightPiece<DType::IQ4_NL>
+    : pieces_detail::QuarterPiece<quant::BlockIQ4_NL, pieces_detail::QuarterNibbles<quant::BlockIQ4_NL>, false> {
   __device__ static void decode(const Raw& r, float (&v)[kPieceValues]) {
     const float d = pieces_detail::half_bits_to_f32(r.d);
 #pragma unroll
