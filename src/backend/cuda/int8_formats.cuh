@@ -129,6 +129,15 @@ struct ScalesPer16 {
   }
 };
 
+// The integer sums of the 32-value formats whose quants need no offset: the dot of the
+// block's 8 words (Q8_0, Q4_1, Q5_1, IQ4_NL).
+struct PlainSums {
+  __device__ static void sums(const Part& p, const int32_t (&x)[kPartWords], const XScalars&, int& sumi, int& summ) {
+    sumi = dot_words(p.w, x, 8, 0);
+    summ = 0;
+  }
+};
+
 // The 32-value formats share one layout of activations: one run a block.
 struct Format32 {
   static constexpr int kBlockValues = 32, kParts = 1, kRuns = 1, kAlign = 2;
@@ -136,7 +145,7 @@ struct Format32 {
 };
 
 // Q8_0: sum (float(sumi) * (d x.d)).
-struct Q8_0 : Format32 {
+struct Q8_0 : Format32, PlainSums {
   using Block = quant::BlockQ8_0;
   static constexpr ActivationFormat kActivations = ActivationFormat::kQ8_0;
   __device__ static void load(const uint8_t* block, int, const uint8_t* end, Part& p) {
@@ -145,10 +154,6 @@ struct Q8_0 : Format32 {
 #pragma unroll
     for (int i = 0; i < 8; ++i) p.w[i] = static_cast<int32_t>(q[i]);
     p.d = pieces_detail::half_bits_to_f32(pieces_detail::ldg_u16(block));
-  }
-  __device__ static void sums(const Part& p, const int32_t (&x)[kPartWords], const XScalars&, int& sumi, int& summ) {
-    sumi = dot_words(p.w, x, 8, 0);
-    summ = 0;
   }
   __device__ static float value(const Part& p, const XScalars& xs, int sumi, int) {
     return __fmul_rn(static_cast<float>(sumi), __fmul_rn(p.d, xs.d));
@@ -184,7 +189,7 @@ struct Q4_0Or5_0 : Format32 {
 
 // Q4_1 and Q5_1 (values d q + m, Q8_1 activations): (d x.d) * float(sumi) + m x.s.
 template <bool kFive>
-struct Q4_1Or5_1 : Format32 {
+struct Q4_1Or5_1 : Format32, PlainSums {
   using Block = std::conditional_t<kFive, quant::BlockQ5_1, quant::BlockQ4_1>;
   static constexpr ActivationFormat kActivations = ActivationFormat::kQ8_1;
   __device__ static void load(const uint8_t* block, int, const uint8_t* end, Part& p) {
@@ -195,10 +200,6 @@ struct Q4_1Or5_1 : Format32 {
     p.d = pieces_detail::half_bits_to_f32(words[0]);
     p.m = pieces_detail::half_bits_to_f32(words[0] >> 16);
   }
-  __device__ static void sums(const Part& p, const int32_t (&x)[kPartWords], const XScalars&, int& sumi, int& summ) {
-    sumi = dot_words(p.w, x, 8, 0);
-    summ = 0;
-  }
   __device__ static float value(const Part& p, const XScalars& xs, int sumi, int) {
     return __fadd_rn(__fmul_rn(__fmul_rn(p.d, xs.d), static_cast<float>(sumi)), __fmul_rn(p.m, xs.s));
   }
@@ -207,7 +208,7 @@ struct Q4_1Or5_1 : Format32 {
 // IQ4_NL: indices into the codebook, low nibbles values 0..15, high ones 16..31:
 // (x.d d) float(sumi), which is (d x.d) float(sumi) (a product of two floats rounds alike
 // either way round).
-struct IQ4_NL : Format32, ScaledValue {
+struct IQ4_NL : Format32, PlainSums, ScaledValue {
   using Block = quant::BlockIQ4_NL;
   static constexpr ActivationFormat kActivations = ActivationFormat::kQ8_0;
   __device__ static void load(const uint8_t* block, int, const uint8_t* end, Part& p) {
@@ -219,10 +220,6 @@ struct IQ4_NL : Format32, ScaledValue {
       p.w[4 + i] = codebook_values((q[i] >> 4) & 0x0F0F0F0Fu);
     }
     p.d = pieces_detail::half_bits_to_f32(pieces_detail::ldg_u16(block));
-  }
-  __device__ static void sums(const Part& p, const int32_t (&x)[kPartWords], const XScalars&, int& sumi, int& summ) {
-    sumi = dot_words(p.w, x, 8, 0);
-    summ = 0;
   }
 };
 

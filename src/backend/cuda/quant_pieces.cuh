@@ -102,12 +102,18 @@ struct WeightPiece<DType::F32> {
   }
 };
 
-template <>
-struct WeightPiece<DType::F16> {
+namespace pieces_detail {
+// The 16-bit float formats: piece p is the 16 bytes of values 8p .. 8p + 7.
+struct SixteenBitPiece {
   static constexpr bool kSupported = true;
   static constexpr int kAlign = 16;
   using Raw = uint4;
   __device__ static void load(const uint8_t* row, int64_t p, Raw& r) { r = __ldg(reinterpret_cast<const uint4*>(row) + p); }
+};
+}  // namespace pieces_detail
+
+template <>
+struct WeightPiece<DType::F16> : pieces_detail::SixteenBitPiece {
   __device__ static void decode(const Raw& r, float (&v)[kPieceValues]) {
     const uint32_t w[4] = {r.x, r.y, r.z, r.w};
 #pragma unroll
@@ -119,11 +125,7 @@ struct WeightPiece<DType::F16> {
 };
 
 template <>
-struct WeightPiece<DType::BF16> {
-  static constexpr bool kSupported = true;
-  static constexpr int kAlign = 16;
-  using Raw = uint4;
-  __device__ static void load(const uint8_t* row, int64_t p, Raw& r) { r = __ldg(reinterpret_cast<const uint4*>(row) + p); }
+struct WeightPiece<DType::BF16> : pieces_detail::SixteenBitPiece {
   __device__ static void decode(const Raw& r, float (&v)[kPieceValues]) {
     const uint32_t w[4] = {r.x, r.y, r.z, r.w};
 #pragma unroll
