@@ -36,13 +36,10 @@ TEST(CudaArgmaxRows, MatchesTheCpuOnEveryRow) {
     cuda_testing::DeviceTensor logits = cuda_testing::allocate(*gpu, n, rows);
     ASSERT_NE(logits.buffer, nullptr);
     gpu->copy_from_host(host.data(), logits.whole());
-    Expected<std::unique_ptr<Buffer>> ids = gpu->allocate(static_cast<size_t>(rows) * sizeof(int32_t));
-    ASSERT_TRUE(ids.ok());
-    gpu->argmax_rows(logits.view, make_view((*ids)->data(), DType::I32, rows));
-    std::vector<int32_t> got(static_cast<size_t>(rows), -7), expected(static_cast<size_t>(rows), -9);
-    gpu->copy_to_host(make_view((*ids)->data(), DType::I32, rows), got.data());
-    gpu->synchronize();
-    ASSERT_TRUE(gpu->take_error().ok());
+    const std::vector<int32_t> got =
+        cuda_testing::ids_from(*gpu, rows, [&](const TensorView& ids) { gpu->argmax_rows(logits.view, ids); });
+    ASSERT_EQ(got.size(), static_cast<size_t>(rows));
+    std::vector<int32_t> expected(static_cast<size_t>(rows), -9);
     cpu->argmax_rows(make_view(host.data(), DType::F32, n, rows), make_view(expected.data(), DType::I32, rows));
     ASSERT_TRUE(cpu->take_error().ok());
     EXPECT_EQ(got, expected) << "n " << n;

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <random>
@@ -113,6 +114,23 @@ inline std::vector<float> download(Backend& backend, const TensorView& view) {
 // Every float of the buffer, padding included: [rows][stride].
 inline std::vector<float> download_whole(Backend& backend, const DeviceTensor& t) {
   return download(backend, t.whole());
+}
+
+// The I32 ids an op writes on the GPU, one per row: `op` is called with an [rows] I32
+// view of device memory; the ids come back once the device has run it without error
+// (an empty vector after a failed expectation otherwise).
+inline std::vector<int32_t> ids_from(Backend& gpu, int64_t rows, const std::function<void(const TensorView&)>& op) {
+  Expected<std::unique_ptr<Buffer>> ids = gpu.allocate(static_cast<size_t>(rows) * sizeof(int32_t));
+  EXPECT_TRUE(ids.ok()) << ids.status().message();
+  if (!ids.ok()) return {};
+  const TensorView view = make_view((*ids)->data(), DType::I32, rows);
+  op(view);
+  std::vector<int32_t> got(static_cast<size_t>(rows), -7);
+  gpu.copy_to_host(view, got.data());
+  gpu.synchronize();
+  const Status status = gpu.take_error();
+  EXPECT_TRUE(status.ok()) << status.message();
+  return status.ok() ? got : std::vector<int32_t>{};
 }
 
 }  // namespace pagoda::backend::cuda_testing

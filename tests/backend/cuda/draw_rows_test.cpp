@@ -63,14 +63,10 @@ TEST(CudaDrawRows, MatchesTheCpuOnEveryRow) {
     cuda_testing::DeviceTensor logits = cuda_testing::allocate(*gpu, n, rows);
     ASSERT_NE(logits.buffer, nullptr);
     gpu->copy_from_host(host.data(), logits.whole());
-    Expected<std::unique_ptr<Buffer>> ids = gpu->allocate(static_cast<size_t>(rows) * sizeof(int32_t));
-    ASSERT_TRUE(ids.ok());
-    gpu->draw_rows(logits.view, draws, make_view((*ids)->data(), DType::I32, rows));
-    std::vector<int32_t> got(static_cast<size_t>(rows), -7), expected(static_cast<size_t>(rows), -9);
-    gpu->copy_to_host(make_view((*ids)->data(), DType::I32, rows), got.data());
-    gpu->synchronize();
-    const Status status = gpu->take_error();
-    ASSERT_TRUE(status.ok()) << status.message();
+    const std::vector<int32_t> got =
+        cuda_testing::ids_from(*gpu, rows, [&](const TensorView& ids) { gpu->draw_rows(logits.view, draws, ids); });
+    ASSERT_EQ(got.size(), static_cast<size_t>(rows));
+    std::vector<int32_t> expected(static_cast<size_t>(rows), -9);
     cpu->draw_rows(make_view(host.data(), DType::F32, n, rows), draws, make_view(expected.data(), DType::I32, rows));
     ASSERT_TRUE(cpu->take_error().ok());
     EXPECT_EQ(got, expected) << "n " << n;
