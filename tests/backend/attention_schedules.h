@@ -221,27 +221,11 @@ inline void check_against_double(const Config& c, const std::vector<Prompt>& pro
     for (int32_t t = 0; t < prompt.length; ++t) {
       for (int32_t h = 0; h < c.n_heads(); ++h) {
         const float* q = prompt.qkv.data() + size_t(t) * c.width() + h * d;
-        const float* key = keys[size_t(h / c.group)].data();
-        const float* value = values[size_t(h / c.group)].data();
-        std::vector<double> scores(size_t(t) + 1), expected(size_t(d), 0.0);
-        double max_score = -INFINITY, sum = 0.0, max_v = 0.0;
-        for (int32_t p = 0; p <= t; ++p) {
-          double dot = 0.0;
-          for (int32_t j = 0; j < d; ++j) dot += double(q[j]) * key[size_t(p) * d + j];
-          scores[size_t(p)] = dot * scale;
-          max_score = std::max(max_score, scores[size_t(p)]);
-        }
-        for (int32_t p = 0; p <= t; ++p) {
-          const double w = std::exp(scores[size_t(p)] - max_score);
-          sum += w;
-          for (int32_t j = 0; j < d; ++j) {
-            expected[size_t(j)] += w * value[size_t(p) * d + j];
-            max_v = std::max(max_v, std::fabs(double(value[size_t(p) * d + j])));
-          }
-        }
+        const testing::ExactAttention expected =
+            testing::exact_attention(std::vector<double>(q, q + d), keys[size_t(h / c.group)].data(),
+                                     values[size_t(h / c.group)].data(), t + 1, scale);
         for (int32_t j = 0; j < d; ++j) {
-          ASSERT_NEAR(outputs[i][size_t(t) * q_width + h * d + j], expected[size_t(j)] / sum,
-                      2e-5 * max_v)
+          ASSERT_NEAR(outputs[i][size_t(t) * q_width + h * d + j], expected.out[size_t(j)], 2e-5 * expected.max_v)
               << "sequence " << i << " token " << t << " head " << h << " dim " << j;
         }
       }

@@ -154,26 +154,10 @@ class AttentionHarness {
       const int64_t row = s.query_start + i, pos = s.n_context - s.n_query + i;
       for (int32_t h = 0; h < kHeads; ++h) {
         const std::vector<double> qv = query_as_seen(q.row<const float>(h, row), tiled);
-        const float* key = keys[size_t(h / group)].data();
-        const float* value = values[size_t(h / group)].data();
-        std::vector<double> scores(size_t(pos + 1)), ref(kHeadDim, 0.0);
-        double max_score = -INFINITY, sum = 0, max_v = 0;
-        for (int64_t p = 0; p <= pos; ++p) {
-          double dot = 0;
-          for (int d = 0; d < kHeadDim; ++d) dot += qv[size_t(d)] * key[p * kHeadDim + d];
-          scores[size_t(p)] = dot * scale;
-          max_score = std::max(max_score, scores[size_t(p)]);
-        }
-        for (int64_t p = 0; p <= pos; ++p) {
-          const double weight = std::exp(scores[size_t(p)] - max_score);
-          sum += weight;
-          for (int d = 0; d < kHeadDim; ++d) {
-            ref[size_t(d)] += weight * value[p * kHeadDim + d];
-            max_v = std::max(max_v, std::fabs(double(value[p * kHeadDim + d])));
-          }
-        }
+        const testing::ExactAttention ref = testing::exact_attention(
+            qv, keys[size_t(h / group)].data(), values[size_t(h / group)].data(), pos + 1, scale);
         for (int d = 0; d < kHeadDim; ++d) {
-          ASSERT_NEAR(out.at(row, h * kHeadDim + d), ref[size_t(d)] / sum, tolerance * max_v)
+          ASSERT_NEAR(out.at(row, h * kHeadDim + d), ref.out[size_t(d)], tolerance * ref.max_v)
               << "query " << i << " of " << s.n_query << " (context " << s.n_context << "), head " << h << ", dim " << d;
         }
       }

@@ -1,6 +1,7 @@
 #pragma once
 // Helpers of the backend tests: random data, owned f32 matrices and views into them.
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <random>
@@ -38,5 +39,39 @@ struct Matrix {
 
 // |a - b| <= atol + rtol * |b|.
 inline bool close(double a, double b, double atol, double rtol) { return std::fabs(a - b) <= atol + rtol * std::fabs(b); }
+
+// softmax(q k^T * scale) v in double over the first n_positions rows of keys and values
+// ([n][q.size()] f32, as a cache holds them): the normalized output, and the largest |v|
+// it read (the scale of its rounding).
+struct ExactAttention {
+  std::vector<double> out;
+  double max_v = 0.0;
+};
+
+inline ExactAttention exact_attention(const std::vector<double>& q, const float* keys, const float* values,
+                                      int64_t n_positions, double scale) {
+  const auto d = static_cast<int64_t>(q.size());
+  std::vector<double> scores(static_cast<size_t>(n_positions));
+  double max_score = -INFINITY;
+  for (int64_t p = 0; p < n_positions; ++p) {
+    double dot = 0.0;
+    for (int64_t j = 0; j < d; ++j) dot += q[static_cast<size_t>(j)] * keys[p * d + j];
+    scores[static_cast<size_t>(p)] = dot * scale;
+    max_score = std::max(max_score, scores[static_cast<size_t>(p)]);
+  }
+  ExactAttention a;
+  a.out.assign(static_cast<size_t>(d), 0.0);
+  double sum = 0.0;
+  for (int64_t p = 0; p < n_positions; ++p) {
+    const double w = std::exp(scores[static_cast<size_t>(p)] - max_score);
+    sum += w;
+    for (int64_t j = 0; j < d; ++j) {
+      a.out[static_cast<size_t>(j)] += w * values[p * d + j];
+      a.max_v = std::max(a.max_v, std::fabs(double(values[p * d + j])));
+    }
+  }
+  for (double& x : a.out) x /= sum;
+  return a;
+}
 
 }  // namespace pagoda::backend::testing
