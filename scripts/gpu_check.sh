@@ -109,10 +109,11 @@ stage_cuda_backend() { run_gtest "$1" "$2" test_backend_cuda; }
 # The reference scoring and generation files and the engine's memory on the GPU.
 stage_gpu_models() { run_gtest "$1" "$2" test_gpu; }
 # The engine tests again with their backend on the GPU (tests/test_backend.h), batch-
-# invariant: a request alone, batched, preempted, with a shared prefix, its outputs.
+# invariant: a request alone, batched, preempted, with a shared prefix, its outputs;
+# tokens sampled on the GPU against the host's sampler.
 stage_engine() {
   PAGODA_TEST_DEVICE=cuda run_gtest "$1" "$2" test_engine \
-    --gtest_filter="${PAGODA_GPU_ENGINE_FILTER:-EngineEquivalence*:EngineApi*:StoriesSession*:ModelRunner*}"
+    --gtest_filter="${PAGODA_GPU_ENGINE_FILTER:-EngineEquivalence*:EngineApi*:StoriesSession*:ModelRunner*:DeviceSamplingEngine*}"
 }
 
 # Random-weight models of given shapes (pagoda mkmodel, on this machine's cores), timed
@@ -164,9 +165,13 @@ stage_bench() {
   echo "the same on the scalar attention kernel:" >>"$log"
   run_logged "$log" "$limit" env PAGODA_CUDA_ATTENTION=scalar "$bundle/pagoda" bench --device cuda \
     -m "$dir/llama-1b-f16.gguf" --concurrency 64 --num-requests 64 --prompt-len 512 --gen-len 128 || status=1
-  echo "the same, sampled at temperature 0.8 (the samplers on the host):" >>"$log"
+  echo "the same, sampled at temperature 0.8 (plain draws on the GPU):" >>"$log"
   run_logged "$log" "$limit" "$bundle/pagoda" bench --device cuda -m "$dir/llama-1b-f16.gguf" --concurrency 64 \
     --num-requests 64 --prompt-len 512 --gen-len 128 --temperature 0.8 || status=1
+  echo "the same with top-k 40, top-p 0.95, min-p 0.05 (truncated on the GPU):" >>"$log"
+  run_logged "$log" "$limit" "$bundle/pagoda" bench --device cuda -m "$dir/llama-1b-f16.gguf" --concurrency 64 \
+    --num-requests 64 --prompt-len 512 --gen-len 128 --temperature 0.8 --top-k 40 --top-p 0.95 --min-p 0.05 ||
+    status=1
   echo "per-op profile of the greedy run (op by op, no graphs):" >>"$log"
   run_logged "$log" "$limit" "$bundle/pagoda" bench --device cuda -m "$dir/llama-1b-f16.gguf" --concurrency 64 \
     --num-requests 64 --prompt-len 512 --gen-len 128 --profile-ops || status=1

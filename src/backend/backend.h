@@ -22,6 +22,7 @@
 #include "backend/op_times.h"
 #include "backend/tensor.h"
 #include "core/status.h"
+#include "sampling/row_sampling.h"
 
 namespace pagoda::backend {
 
@@ -55,12 +56,6 @@ struct RopeParams {
   float freq_scale = 1.0f;   // linear position scaling (1 / factor)
   bool neox = false;         // pairs (i, i + n_dims/2) instead of (2i, 2i+1)
   const float* freq_factors = nullptr;  // [n_dims / 2] divisors of the frequencies (llama 3), or null
-};
-
-// One row's draw for Backend::draw_rows.
-struct RowDraw {
-  float temperature = 0.0f;  // 0: the greedy token
-  double uniform = 0.0;      // in [0, 1): where the draw falls
 };
 
 class Backend {
@@ -202,12 +197,15 @@ class Backend {
   // row starts with a NaN): a greedy sampler's choice, made where the logits are, so
   // that only the ids go to the host. x: [n][n_vocab] f32 rows; ids: [n] I32.
   virtual void argmax_rows(const TensorView& x, const TensorView& ids) = 0;
-  // ids[i] = the token row i of x gives a draw: draws[i].temperature 0 takes
-  // greedy_token's, above 0 core/draw.h's draw_token with draws[i].uniform (a temperature
-  // draw without truncation, bias or penalty, as the sampler makes it); -1 where neither
-  // finds a token. Made where the logits are, so that only the ids go to the host.
-  // x: [n][n_vocab] f32 rows; draws: [n]; ids: [n] I32.
-  virtual void draw_rows(const TensorView& x, std::span<const RowDraw> draws, const TensorView& ids) = 0;
+  // ids[i] = the token rows[i] chooses from row i of x (sampling/row_sampling.h's
+  // sample_row: the sampler's bias, penalties, truncation and greedy token or draw, as
+  // the engine's sampler takes it; -1 where no logit is above -inf; kLeftToHost for a row
+  // the host's sampler is to take, whose logits the caller then reads). Made where the
+  // logits are, so that only the ids go to the host. x: [n][n_vocab] f32 rows; rows:
+  // [n]; adjustments: every row's, which rows[i] index; ids: [n] I32. The rows x holds
+  // are left as they are.
+  virtual void sample_rows(const TensorView& x, std::span<const RowSampling> rows,
+                           std::span<const LogitAdjustment> adjustments, const TensorView& ids) = 0;
   // Writes the new K and V rows to their KV slots, then for each sequence computes
   // softmax(q k^T * scale + causal mask) v over its context, grouped-query style
   // (query head h reads KV head h / (n_heads / n_kv_heads)). q: [n][n_heads][head_dim],

@@ -156,6 +156,9 @@ engine::EngineRequest request_of(std::vector<int32_t> prompt, const ConcurrencyB
   engine::EngineRequest request;
   request.prompt = std::move(prompt);
   request.sampling.temperature = a.temperature;
+  request.sampling.top_k = a.top_k;
+  request.sampling.top_p = a.top_p;
+  request.sampling.min_p = a.min_p;
   if (a.temperature > 0.0f) request.sampling.seed = a.seed + index;
   request.sampling.grammar = std::move(grammar);
   request.stop.max_tokens = a.gen_len;
@@ -264,6 +267,14 @@ void add_concurrency_options(CLI::App& command, ConcurrencyBenchArgs& args) {
   command.add_option("--temperature", args.temperature, "Sampling temperature of every request (0: greedy)")
       ->capture_default_str()
       ->check(CLI::Range(0.0f, 100.0f));
+  command.add_option("--top-k", args.top_k, "Keep the k most likely tokens of each draw (0: all)")
+      ->check(CLI::NonNegativeNumber);
+  command.add_option("--top-p", args.top_p, "Keep the smallest head of each draw holding this probability mass")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0f, 1.0f));
+  command.add_option("--min-p", args.min_p, "Drop tokens less likely than min-p times the most likely")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0f, 1.0f));
   add_grammar_options(command, args.grammar);
   command.add_option("--prompt-file", args.prompt_files,
                      "A real prompt (repeatable): the file's text as a user message through the "

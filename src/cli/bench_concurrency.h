@@ -43,6 +43,10 @@ struct ConcurrencyBenchArgs {
   // Sampling temperature of every request; 0: greedy. Request i draws with seed + i, so
   // runs make the same tokens.
   float temperature = 0.0f;
+  // Truncation of every request's draws (sampling_params.h's meanings; off by default).
+  int top_k = 0;
+  float top_p = 1.0f;
+  float min_p = 0.0f;
   // Every request's output constrained (--grammar-file, --json-schema[-file]): a
   // request then ends early where its grammar is complete.
   GrammarArgs grammar;

@@ -75,6 +75,9 @@ void print_json(const ConcurrencyRun& run, const Latencies& l) {
            {"shared_prefix_len", a.shared_prefix_len},
            {"gen_len", a.gen_len},
            {"temperature", a.temperature},
+           {"top_k", a.top_k},
+           {"top_p", a.top_p},
+           {"min_p", a.min_p},
            {"max_batched_tokens", a.max_batched_tokens},
            {"max_running", a.max_running},
            {"duration_seconds", run.seconds},
@@ -110,6 +113,9 @@ void print_text(const ConcurrencyRun& run, const Latencies& l) {
   if (a.temperature > 0.0f) {
     std::printf(", sampled at temperature %g (seeds %llu + i)", static_cast<double>(a.temperature),
                 static_cast<unsigned long long>(a.seed));
+    if (a.top_k > 0) std::printf(", top-k %d", a.top_k);
+    if (a.top_p < 1.0f) std::printf(", top-p %g", static_cast<double>(a.top_p));
+    if (a.min_p > 0.0f) std::printf(", min-p %g", static_cast<double>(a.min_p));
   }
   std::printf("\n");
   std::printf("engine:      max_batched_tokens %d, max_running %d, %d KV blocks of %d tokens\n",

@@ -5,7 +5,7 @@
 #include <utility>
 #include <vector>
 
-#include "engine/sampler_stages.h"
+#include "sampling/stages.h"
 
 namespace pagoda::engine {
 
@@ -67,7 +67,7 @@ Status DraftProposer::choose(Request& request, size_t index, const StepLogits& s
   if (request.sampling.greedy()) {
     // A row without a finite logit proposes token 0 (argmax_logit's answer for it): the
     // target's verification decides.
-    request.draft_tokens[index] = std::max(step.greedy_token(row), 0);
+    request.draft_tokens[index] = std::max(step.device_token(row), 0);
     return {};
   }
   const std::span<const float> logits = step.row(row);
@@ -119,7 +119,7 @@ Status DraftProposer::propose(SchedulerOutput& plan, Scheduler& scheduler, const
     }
     sequence.n_tokens = end - start;
     sequence.samples = true;
-    sequence.argmax_only = request->sampling.greedy();
+    sequence.token_on_device = request->sampling.greedy();
     sequences_.push_back(sequence);
     budget -= sequence.n_tokens;
     request->draft_computed_tokens = end;
@@ -145,7 +145,7 @@ Status DraftProposer::propose(SchedulerOutput& plan, Scheduler& scheduler, const
       sequence.first_position = request->num_tokens() + static_cast<int32_t>(j) - 1;
       sequence.n_tokens = 1;
       sequence.samples = true;
-      sequence.argmax_only = request->sampling.greedy();
+      sequence.token_on_device = request->sampling.greedy();
       sequence.tokens = request->tokens;
       sequence.draft_tokens = std::span<const int32_t>(request->draft_tokens).first(j);
       sequence.block_table = kv.block_table(request->id);

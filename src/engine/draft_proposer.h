@@ -65,7 +65,7 @@ class DraftProposer {
  private:
   DraftProposer(std::unique_ptr<backend::KvStorage> storage, ModelRunner runner);
   // Proposal `index` of `request` from row `row` of a draft pass: its greedy token (a
-  // greedy request's rows run argmax_only: their logits stay where they are) or a draw
+  // greedy request's rows run token_on_device: their logits stay where they are) or a draw
   // from its logits.
   Status choose(Request& request, size_t index, const StepLogits& logits, int32_t row);
 

@@ -165,13 +165,14 @@ class EngineCore {
 
   // Per-step scratch, capacity kept between steps.
   std::vector<RunnerSequence> sequences_;    // [scheduled]
+  std::vector<LogitAdjustment> adjustments_;  // the sequences' adjustments, which they view
   // One request of the step that samples: its logits, and how its sampling went.
   struct Sampling {
     Request* request;
     std::span<const float> logits;   // [1 + drafts.size()][n_vocab]
     std::span<const int32_t> drafts;  // the proposals it verifies
     std::span<const float> draft_probs;  // [drafts.size()][n_vocab] for drawn proposals, or empty
-    std::optional<int32_t> greedy;       // its greedy token, found with the logits (argmax_only)
+    std::optional<int32_t> device_token;  // its token, chosen with the logits (token_on_device)
     Status status;
   };
   std::vector<Sampling> samplings_;          // [sampling requests]

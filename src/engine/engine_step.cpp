@@ -10,6 +10,11 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// The most logit adjustments (bias and penalty entries) a step sends with its rows: a
+// request past them samples on the host that step, so that a few long histories cannot
+// fill a GPU's staging of the step's inputs.
+constexpr size_t kMaxStepAdjustments = size_t{1} << 16;
+
 double seconds_between(Clock::time_point start, Clock::time_point end) {
   return std::chrono::duration<double>(end - start).count();
 }
@@ -18,6 +23,7 @@ double seconds_between(Clock::time_point start, Clock::time_point end) {
 
 void EngineCore::gather_sequences(const SchedulerOutput& plan) {
   sequences_.clear();
+  adjustments_.clear();
   for (const ScheduledRequest& scheduled : plan.scheduled) {
     Request* request = scheduler_.find(scheduled.id);
     RunnerSequence sequence;
@@ -31,11 +37,24 @@ void EngineCore::gather_sequences(const SchedulerOutput& plan) {
                                   .first(static_cast<size_t>(scheduled.n_draft_tokens));
     }
     sequence.block_table = kv_.block_table(scheduled.id);
-    sequence.argmax_only = scheduled.samples && scheduled.n_draft_tokens == 0 && request != nullptr &&
-                           request->processor && request->processor->token_on_device_suffices();
+    sequence.token_on_device = scheduled.samples && scheduled.n_draft_tokens == 0 && request != nullptr &&
+                               request->processor && request->processor->token_on_device_suffices();
     // A draw's uniform is taken now, the one sample() would take after the pass.
-    if (sequence.argmax_only) sequence.draw = request->processor->device_draw();
+    if (sequence.token_on_device) {
+      const size_t before = adjustments_.size();
+      sequence.sampling = request->processor->device_sampling(adjustments_);
+      if (adjustments_.size() > kMaxStepAdjustments) {  // its token on the host, with the uniform taken
+        adjustments_.resize(before);
+        sequence.token_on_device = false;
+      }
+    }
     sequences_.push_back(sequence);
+  }
+  for (RunnerSequence& sequence : sequences_) {  // adjustments_ has stopped growing
+    if (!sequence.token_on_device) continue;
+    sequence.adjustments = std::span<const LogitAdjustment>(adjustments_)
+                               .subspan(static_cast<size_t>(sequence.sampling.first_adjustment),
+                                        static_cast<size_t>(sequence.sampling.n_adjustments));
   }
 }
 
@@ -97,8 +116,11 @@ void EngineCore::process_logits(const SchedulerOutput& plan, const StepLogits& l
     const int32_t n_rows = scheduled.n_draft_tokens + 1;
     const std::span<const float> request_logits = logits.rows(row, n_rows);
     // sequences_[k] is this request's (gather_sequences, same order).
-    const std::optional<int32_t> greedy =
-        sequences_[k].argmax_only ? std::optional<int32_t>(logits.greedy_token(row)) : std::nullopt;
+    // A token left to the host is sampled from the row's logits, which the pass delivered.
+    const std::optional<int32_t> device_token =
+        sequences_[k].token_on_device && logits.device_token(row) != kLeftToHost
+            ? std::optional<int32_t>(logits.device_token(row))
+            : std::nullopt;
     row += n_rows;
     Request* request = scheduler_.find(scheduled.id);
     if (request == nullptr || !request->processor) continue;
@@ -109,15 +131,15 @@ void EngineCore::process_logits(const SchedulerOutput& plan, const StepLogits& l
         request->draft_probs.size() >= n_probs && !drafts.empty()
             ? std::span<const float>(request->draft_probs).first(n_probs)
             : std::span<const float>();
-    samplings_.push_back({request, request_logits, drafts, draft_probs, greedy, {}});
+    samplings_.push_back({request, request_logits, drafts, draft_probs, device_token, {}});
   }
   // Each request's sampler on the backend's threads (drawing with a temperature from a
   // large vocabulary is a real share of a step when every request does), the rest in
   // order.
   backend_->run_host_tasks(static_cast<int64_t>(samplings_.size()), [this](int64_t i) {
     Sampling& s = samplings_[static_cast<size_t>(i)];
-    s.status = s.greedy ? s.request->processor->take_greedy(*s.greedy)
-                        : s.request->processor->sample(s.logits, s.drafts, s.draft_probs);
+    s.status = s.device_token ? s.request->processor->take_device_token(*s.device_token)
+                              : s.request->processor->sample(s.logits, s.drafts, s.draft_probs);
   });
   for (Sampling& s : samplings_) {
     const RequestId id = s.request->id;

@@ -55,8 +55,9 @@ ModelRunner::ModelRunner(model::Model& model, backend::Backend& backend, backend
   attention_.reserve(max_sequences);
   const auto max_logit_rows = static_cast<size_t>(limits.max_logit_rows);
   logit_rows_.reserve(max_logit_rows);
-  argmax_only_.reserve(max_logit_rows);
-  greedy_tokens_.resize(max_logit_rows);
+  token_on_device_.reserve(max_logit_rows);
+  samplings_.reserve(max_logit_rows);
+  device_tokens_.resize(max_logit_rows);
   copies_.reserve(max_sequences);
 }
 
@@ -120,9 +121,13 @@ void ModelRunner::append(const RunnerSequence& s) {
   if (!s.samples) return;
   for (int32_t row = s.n_tokens - s.n_logit_rows; row < s.n_tokens; ++row) {
     logit_rows_.push_back(query_start + row);
-    const bool on_device = s.argmax_only && s.n_logit_rows == 1;
-    argmax_only_.push_back(on_device ? 1 : 0);
-    draws_.push_back(on_device ? s.draw : backend::RowDraw{});
+    const bool on_device = s.token_on_device && s.n_logit_rows == 1;
+    token_on_device_.push_back(on_device ? 1 : 0);
+    RowSampling sampling = on_device ? s.sampling : RowSampling{};
+    sampling.first_adjustment = static_cast<int32_t>(adjustments_.size());
+    sampling.n_adjustments = on_device ? static_cast<int32_t>(s.adjustments.size()) : 0;
+    if (on_device) adjustments_.insert(adjustments_.end(), s.adjustments.begin(), s.adjustments.end());
+    samplings_.push_back(sampling);
   }
 }
 
@@ -133,8 +138,9 @@ Expected<model::ForwardBatch> ModelRunner::prepare(std::span<const RunnerSequenc
   slots_.clear();
   attention_.clear();
   logit_rows_.clear();
-  argmax_only_.clear();
-  draws_.clear();
+  token_on_device_.clear();
+  samplings_.clear();
+  adjustments_.clear();
   for (const RunnerSequence& s : sequences) append(s);
 
   model::ForwardBatch batch;
@@ -144,11 +150,15 @@ Expected<model::ForwardBatch> ModelRunner::prepare(std::span<const RunnerSequenc
   batch.attention.slot_mapping = slots_;
   batch.attention.block_size = block_size_;
   batch.logit_rows = logit_rows_;
-  if (std::find(argmax_only_.begin(), argmax_only_.end(), 1) != argmax_only_.end()) {
-    batch.argmax_only = argmax_only_;
-    batch.argmax_ids = greedy_tokens_;
-    const auto draws = [](const backend::RowDraw& d) { return d.temperature > 0.0f; };
-    if (std::any_of(draws_.begin(), draws_.end(), draws)) batch.draws = draws_;
+  if (std::find(token_on_device_.begin(), token_on_device_.end(), 1) != token_on_device_.end()) {
+    batch.token_on_device = token_on_device_;
+    batch.device_tokens = device_tokens_;
+    // Rows that only take their greedy token need no more than argmax_rows.
+    const auto more_than_greedy = [](const RowSampling& r) { return r.temperature > 0.0f || r.n_adjustments > 0; };
+    if (std::any_of(samplings_.begin(), samplings_.end(), more_than_greedy)) {
+      batch.samplings = samplings_;
+      batch.adjustments = adjustments_;
+    }
   }
   // The one place a batch is checked: the model and the backend only assert it.
   PAGODA_TRY(model::check_batch(batch, model_->config(), model_->batch_limits(), *kv_, logits_));
@@ -183,7 +193,7 @@ Expected<StepLogits> ModelRunner::execute(std::span<const kv::BlockCopy> copies,
   const size_t n_logits = logit_rows_.size() * static_cast<size_t>(n_vocab_);
   const std::span<float> logits = logits_.first(n_logits);
   PAGODA_TRY(model_->forward(batch, *kv_, logits));
-  return StepLogits(logits, n_vocab_, std::span<const int32_t>(greedy_tokens_).first(logit_rows_.size()));
+  return StepLogits(logits, n_vocab_, std::span<const int32_t>(device_tokens_).first(logit_rows_.size()));
 }
 
 }  // namespace pagoda::engine

@@ -33,10 +33,12 @@ struct RunnerSequence {
   // proposal it verifies and the one after them.
   int32_t n_logit_rows = 1;
   // Its one logit row (n_logit_rows 1) needs only its token chosen where the logits
-  // are: its greedy token, or the draw `draw` asks for (temperature above 0). The step's
-  // StepLogits::greedy_token gives it, and its logits may be left on the device.
-  bool argmax_only = false;
-  backend::RowDraw draw = {};
+  // are: the one `sampling` gives with `adjustments` (Backend::sample_rows; the default
+  // is the greedy token). The step's StepLogits::device_token gives it, and its logits
+  // may be left on the device unless that token is kLeftToHost.
+  bool token_on_device = false;
+  RowSampling sampling = {};                         // its first_adjustment is not read
+  std::span<const LogitAdjustment> adjustments = {};  // the row's own
 };
 
 struct RunnerLimits {
@@ -52,8 +54,8 @@ struct RunnerLimits {
 // next step.
 class StepLogits {
  public:
-  StepLogits(std::span<const float> data, int32_t n_vocab, std::span<const int32_t> greedy_tokens = {})
-      : data_(data), n_vocab_(n_vocab), greedy_tokens_(greedy_tokens) {}
+  StepLogits(std::span<const float> data, int32_t n_vocab, std::span<const int32_t> device_tokens = {})
+      : data_(data), n_vocab_(n_vocab), device_tokens_(device_tokens) {}
   int32_t n_vocab() const { return n_vocab_; }
   int32_t n_rows() const {
     return static_cast<int32_t>(data_.size() / static_cast<size_t>(n_vocab_));
@@ -65,14 +67,15 @@ class StepLogits {
   }
 
   // The token chosen where the logits are (its greedy token, core/argmax.h, or its draw,
-  // core/draw.h: -1 for none) of row i, a row of a sequence that asked for it alone
-  // (RunnerSequence::argmax_only), whose logits row(i) may not hold.
-  int32_t greedy_token(int32_t i) const { return greedy_tokens_[static_cast<size_t>(i)]; }
+  // sampling/draw.h: -1 for none) of row i, a row of a sequence that asked for it alone
+  // (RunnerSequence::token_on_device), whose logits row(i) may not hold unless it is
+  // kLeftToHost (the host's sampler is to take it).
+  int32_t device_token(int32_t i) const { return device_tokens_[static_cast<size_t>(i)]; }
 
  private:
   std::span<const float> data_;  // [n_rows][n_vocab]
   int32_t n_vocab_;
-  std::span<const int32_t> greedy_tokens_;  // [n_rows], valid for the argmax_only rows
+  std::span<const int32_t> device_tokens_;  // [n_rows], valid for the token_on_device rows
 };
 
 class ModelRunner {
@@ -127,11 +130,13 @@ class ModelRunner {
   std::vector<backend::SequenceAttention> attention_;  // [<= max_sequences]
   std::vector<int32_t> logit_rows_;                    // [<= max_logit_rows]
   // [logit rows]: 1 for the rows needing only their token chosen where the logits are
-  // (RunnerSequence::argmax_only: the greedy token or a draw)
-  std::vector<uint8_t> argmax_only_;
-  // [logit rows]: each argmax_only row's draw (temperature 0: its greedy token)
-  std::vector<backend::RowDraw> draws_;
-  std::vector<int32_t> greedy_tokens_;  // [max_logit_rows]: the model writes the flagged rows'
+  // (RunnerSequence::token_on_device)
+  std::vector<uint8_t> token_on_device_;
+  // [logit rows]: each token_on_device row's sampling (the default elsewhere: greedy),
+  // and the adjustments they index
+  std::vector<RowSampling> samplings_;
+  std::vector<LogitAdjustment> adjustments_;
+  std::vector<int32_t> device_tokens_;  // [max_logit_rows]: the model writes the flagged rows'
   std::vector<backend::KvBlockCopy> copies_;  // [copies of the step]; grows to the largest step
   // [max_logit_rows][n_vocab], in memory the backend copies to fastest (pinned on a GPU).
   std::unique_ptr<backend::Buffer> logits_memory_;

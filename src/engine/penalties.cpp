@@ -20,9 +20,11 @@ Penalties::Penalties(const SamplingParams& params, int32_t n_vocab)
 void Penalties::accept(int32_t token, bool generated) {
   if (token < 0) return;
   const size_t id = static_cast<size_t>(token);
-  if (generated && additive_enabled() && id < generated_count_.size()) ++generated_count_[id];
+  if (generated && additive_enabled() && id < generated_count_.size() && generated_count_[id]++ == 0) {
+    generated_tokens_.push_back(token);
+  }
   if (!repetition_enabled() || id >= window_count_.size()) return;
-  ++window_count_[id];
+  if (window_count_[id]++ == 0 && window_.empty()) seen_tokens_.push_back(token);
   if (window_.empty()) return;  // the whole sequence counts: nothing ever leaves
   if (window_filled_ == window_.size()) {
     --window_count_[static_cast<size_t>(window_[window_next_])];  // the oldest leaves
@@ -46,8 +48,19 @@ void Penalties::apply(std::span<Candidate> candidates) const {
     for (size_t id = 0; id < generated_count_.size() && id < candidates.size(); ++id) {
       const int32_t count = generated_count_[id];
       if (count == 0) continue;
-      candidates[id].logit -= static_cast<float>(count) * frequency_penalty_ + presence_penalty_;
+      candidates[id].logit -= subtraction(count);
     }
+  }
+}
+
+void Penalties::append_adjustments(std::vector<LogitAdjustment>& out) const {
+  if (repetition_enabled()) {
+    const std::span<const int32_t> tokens =
+        window_.empty() ? std::span<const int32_t>(seen_tokens_) : std::span<const int32_t>(window_).first(window_filled_);
+    for (const int32_t token : tokens) out.push_back(LogitAdjustment{token, kRepeated, 0.0f, 0.0f});
+  }
+  for (const int32_t token : generated_tokens_) {
+    out.push_back(LogitAdjustment{token, kSubtract, 0.0f, subtraction(generated_count_[static_cast<size_t>(token)])});
   }
 }
 

@@ -100,7 +100,7 @@ Status RequestProcessor::sample(std::span<const float> logits, std::span<const i
   return {};
 }
 
-Status RequestProcessor::take_greedy(int32_t token) {
+Status RequestProcessor::take_device_token(int32_t token) {
   has_sampled_ = false;
   sampled_.clear();
   if (token < 0) return Sampler::no_finite_logit();

@@ -64,21 +64,19 @@ class RequestProcessor {
   // for draw as without speculation); p is the distribution sample() draws from.
   Status sample(std::span<const float> logits, std::span<const int32_t> drafts = {},
                 std::span<const float> draft_probs = {});
-  // Whether the next token is the logits' greedy token with nothing else to report
-  // (greedy, no bias, penalty, grammar or log-probabilities): the step may then find it
-  // where the logits are (RunnerSequence::argmax_only) and give it to take_greedy().
-  bool greedy_token_suffices() const { return !grammar_ && sampler_.only_argmax(); }
-  // Whether the next token can be chosen where the logits are: its greedy token as above,
-  // or a plain temperature draw (Sampler::only_draw) the backend makes with the uniform
-  // device_draw() takes from the request's generator (one per token, as sample() would).
-  bool token_on_device_suffices() const { return greedy_token_suffices() || (!grammar_ && sampler_.only_draw()); }
-  backend::RowDraw device_draw() {
-    if (!sampler_.only_draw()) return {};  // greedy: temperature 0
-    return backend::RowDraw{sampler_.temperature(), sampler_.draw_uniform()};
+  // Whether the next token may be chosen where the logits are (RunnerSequence::
+  // token_on_device): no grammar, and nothing the sampler reports beyond the token
+  // (Sampler::samples_on_device). device_sampling() then gives the row's sampling,
+  // appending its adjustments to `adjustments`, and takes the uniform a draw needs from
+  // the request's generator now (one per token, as sample() would after the pass).
+  bool token_on_device_suffices() const { return !grammar_ && sampler_.samples_on_device(); }
+  RowSampling device_sampling(std::vector<LogitAdjustment>& adjustments) {
+    return sampler_.device_sampling(adjustments);
   }
-  // sample() for such a request given the token chosen where the logits are (its greedy
-  // token or its draw; -1 for none, which fails as sample() does).
-  Status take_greedy(int32_t token);
+  // sample() for such a request given the token chosen where the logits are (-1 for
+  // none, which fails as sample() does). A row left to the host (kLeftToHost) goes to
+  // sample() with its logits instead, which takes the uniform device_sampling() took.
+  Status take_device_token(int32_t token);
   Expected<RequestOutput> emit(bool context_full);
   // emit() for every token sample() kept, in order, up to the first that finishes the
   // request. `context_room`: tokens the request may still gain before it holds

@@ -50,14 +50,65 @@ Sampler::Sampler(const SamplingParams& params, int32_t n_vocab)
       candidates_(static_cast<size_t>(n_vocab)),
       weights_(static_cast<size_t>(n_vocab)),
       top_(static_cast<size_t>(params.top_logprobs)),
-      masked_(params.grammar ? static_cast<size_t>(n_vocab) : 0) {}
+      masked_(params.grammar ? static_cast<size_t>(n_vocab) : 0) {
+  std::vector<int32_t> bias_tokens;
+  for (const auto& [token, bias] : params_.logit_bias) bias_tokens.push_back(token);
+  std::sort(bias_tokens.begin(), bias_tokens.end());
+  const bool bias_repeats = std::adjacent_find(bias_tokens.begin(), bias_tokens.end()) != bias_tokens.end();
+  samples_on_device_ = !params_.logprobs && params_.top_logprobs == 0 && !bias_repeats;
+}
 
 void Sampler::accept_prompt(std::span<const int32_t> tokens) {
   for (int32_t token : tokens) penalties_.accept(token, /*generated=*/false);
 }
 
 void Sampler::accept(int32_t token) {
+  kept_uniform_.reset();
   penalties_.accept(token, /*generated=*/true);
+}
+
+RowSampling Sampler::device_sampling(std::vector<LogitAdjustment>& adjustments) {
+  RowSampling row;
+  row.first_adjustment = static_cast<int32_t>(adjustments.size());
+  if (!params_.greedy()) {
+    row.temperature = params_.temperature;
+    kept_uniform_.reset();
+    row.uniform = next_uniform();
+    kept_uniform_ = row.uniform;
+    row.top_k = params_.top_k;
+    row.top_p = params_.top_p;
+    if (params_.min_p > 0.0f) row.log_min_p = std::log(params_.min_p);
+  }
+  row.repetition_penalty = penalties_.repetition_penalty();
+  // The bias, then the penalties' entries merged into one adjustment per token.
+  const size_t first = adjustments.size();
+  if (!params_.logit_bias.empty() || penalties_.enabled()) {
+    adjustment_index_.resize(candidates_.size(), -1);
+    for (const auto& [token, bias] : params_.logit_bias) {
+      adjustment_index_[static_cast<size_t>(token)] = static_cast<int32_t>(adjustments.size());
+      adjustments.push_back(LogitAdjustment{token, kAddBias, bias, 0.0f});
+    }
+    const size_t penalty_first = adjustments.size();
+    penalties_.append_adjustments(adjustments);
+    const size_t penalty_end = adjustments.size();
+    size_t kept = penalty_first;
+    for (size_t i = penalty_first; i < penalty_end; ++i) {
+      const LogitAdjustment entry = adjustments[i];
+      int32_t& index = adjustment_index_[static_cast<size_t>(entry.token)];
+      if (index < 0) {
+        index = static_cast<int32_t>(kept);
+        adjustments[kept++] = entry;
+        continue;
+      }
+      LogitAdjustment& merged = adjustments[static_cast<size_t>(index)];
+      merged.flags |= entry.flags;
+      if ((entry.flags & kSubtract) != 0u) merged.subtract = entry.subtract;
+    }
+    adjustments.resize(kept);
+    for (size_t i = first; i < adjustments.size(); ++i) adjustment_index_[static_cast<size_t>(adjustments[i].token)] = -1;
+  }
+  row.n_adjustments = static_cast<int32_t>(adjustments.size() - first);
+  return row;
 }
 
 CandidateList Sampler::prepare_candidates(std::span<const float> logits) {
@@ -135,6 +186,11 @@ std::optional<int32_t> Sampler::draw_from_logits(std::span<const float> logits) 
 }
 
 double Sampler::next_uniform() {
+  if (kept_uniform_) {
+    const double uniform = *kept_uniform_;
+    kept_uniform_.reset();
+    return uniform;
+  }
   return static_cast<double>(rng_()) * 0x1p-32;
 }
 

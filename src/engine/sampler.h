@@ -14,8 +14,9 @@
 #include "core/status.h"
 #include "engine/logprobs.h"
 #include "engine/penalties.h"
-#include "engine/sampler_stages.h"
 #include "engine/sampling_params.h"
+#include "sampling/row_sampling.h"
+#include "sampling/stages.h"
 
 namespace pagoda::engine {
 
@@ -57,22 +58,17 @@ class Sampler {
   double draw_uniform() { return next_uniform(); }
 
   const SamplingParams& params() const { return params_; }
-  // Whether sample() without a mask would take the raw logits' greedy token
-  // (argmax_logit) and report nothing else: greedy, with no bias, penalty or
-  // log-probabilities. (A grammar's mask is the caller's: RequestProcessor.)
-  bool only_argmax() const {
-    return params_.greedy() && params_.logit_bias.empty() && !penalties_.enabled() && !params_.logprobs &&
-           params_.top_logprobs == 0;
-  }
-  // Whether the next token is a plain temperature draw (no bias, penalty, truncation or
-  // log-probabilities): core/draw.h's draw_token with draw_uniform() is then the token
-  // sample() takes, and a backend may draw it where the logits are (draw_rows).
-  bool only_draw() const {
-    const bool truncates = (params_.top_k > 0 && params_.top_k < n_vocab_) || params_.top_p < 1.0f ||
-                           params_.min_p > 0.0f;
-    return !params_.greedy() && !truncates && params_.logit_bias.empty() && !penalties_.enabled() &&
-           !params_.logprobs && params_.top_logprobs == 0;
-  }
+  // Whether the next token may be chosen where the logits are, by Backend::sample_rows
+  // with device_sampling()'s row: there are no log-probabilities to report, and no token
+  // is named twice in the bias (whose adds the sampler makes one after the other). (A
+  // grammar's mask is the caller's: RequestProcessor.)
+  bool samples_on_device() const { return samples_on_device_; }
+  // The row that makes sample_rows give sample()'s token for the same logits (no mask):
+  // the stages' settings, the bias and penalties as adjustments appended to
+  // `adjustments` (each token once), and, when it draws, the next uniform of the
+  // generator, which is taken now and kept: should the backend leave the row to the
+  // host (kLeftToHost), the next sample() uses it; accept() forgets it.
+  RowSampling device_sampling(std::vector<LogitAdjustment>& adjustments);
   float temperature() const { return params_.temperature; }
   // The error sample() gives when no token has a finite logit.
   static Status no_finite_logit();
@@ -85,7 +81,9 @@ class Sampler {
   // The logits with -inf where `allowed` bans, in masked_.
   std::span<const float> apply_mask(std::span<const float> logits,
                                     std::span<const uint32_t> allowed);
-  double next_uniform();  // in [0, 1), from 32 random bits: the same on every platform
+  // In [0, 1), from 32 random bits: the same on every platform. The one
+  // device_sampling() took, if it is still kept.
+  double next_uniform();
   // Temperature sampling with no bias, penalty or truncation: a draw from the softmax of
   // the logits as they are, weights by exp_sum (core/exp_sum.h) into weights_. nullopt
   // (nothing drawn) when no logit is finite or one is NaN.
@@ -101,6 +99,11 @@ class Sampler {
   std::vector<float> weights_;         // [n_vocab] scratch: unnormalized softmax of the logits (draws, log-probabilities)
   std::vector<TokenLogprob> top_;      // [top_logprobs] scratch
   std::vector<float> masked_;          // [n_vocab] scratch, with a grammar: the logits, -inf where the mask bans
+  bool samples_on_device_ = false;
+  std::optional<double> kept_uniform_;  // device_sampling()'s, until a token is accepted
+  // [n_vocab], all -1 between calls, once device_sampling() has run with an adjustment:
+  // where a token's adjustment lies in the list being built
+  std::vector<int32_t> adjustment_index_;
 };
 
 }  // namespace pagoda::engine

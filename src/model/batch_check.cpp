@@ -119,21 +119,20 @@ Status check_logit_rows(const ForwardBatch& batch, const ModelConfig& config,
       return bad_batch("logit row " + str(row) + " is outside the batch");
     }
   }
-  if (!batch.argmax_only.empty() &&
-      (batch.argmax_only.size() != n_rows || batch.argmax_ids.size() < n_rows)) {
-    return bad_batch(str(static_cast<int64_t>(batch.argmax_only.size())) + " argmax flags and room for " +
-                     str(static_cast<int64_t>(batch.argmax_ids.size())) + " ids for " +
+  if (!batch.token_on_device.empty() &&
+      (batch.token_on_device.size() != n_rows || batch.device_tokens.size() < n_rows)) {
+    return bad_batch(str(static_cast<int64_t>(batch.token_on_device.size())) + " on-device flags and room for " +
+                     str(static_cast<int64_t>(batch.device_tokens.size())) + " tokens for " +
                      str(static_cast<int64_t>(n_rows)) + " logit rows");
   }
-  if (!batch.draws.empty() && (batch.argmax_only.empty() || batch.draws.size() != n_rows)) {
-    return bad_batch(str(static_cast<int64_t>(batch.draws.size())) + " draws for " +
+  if (!batch.samplings.empty() && (batch.token_on_device.empty() || batch.samplings.size() != n_rows)) {
+    return bad_batch(str(static_cast<int64_t>(batch.samplings.size())) + " samplings for " +
                      str(static_cast<int64_t>(n_rows)) + " logit rows" +
-                     (batch.argmax_only.empty() ? ", none flagged to take its token on the device" : ""));
+                     (batch.token_on_device.empty() ? ", none flagged to take its token on the device" : ""));
   }
-  for (const backend::RowDraw& d : batch.draws) {
-    if (!(d.temperature >= 0.0f) || !(d.uniform >= 0.0 && d.uniform < 1.0)) {
-      return bad_batch("a draw needs a temperature >= 0 and a uniform in [0, 1)");
-    }
+  if (batch.samplings.empty() && !batch.adjustments.empty()) return bad_batch("adjustments without samplings");
+  if (const Status rows = check_row_samplings(batch.samplings, batch.adjustments, config.n_vocab); !rows.ok()) {
+    return bad_batch(rows.message());
   }
   if (logits.size() < n_rows * static_cast<size_t>(config.n_vocab)) {
     return bad_batch("the logits buffer holds " + str(static_cast<int64_t>(logits.size())) +

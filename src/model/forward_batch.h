@@ -16,15 +16,17 @@ struct ForwardBatch {
   std::span<const int32_t> positions;  // [n_tokens], position of each token in its sequence
   backend::AttentionBatch attention;   // sequences, KV slots, block size
   std::span<const int32_t> logit_rows; // batch rows whose next-token logits are wanted
-  // Empty, or one flag per logit row: set where the caller needs only the row's greedy
-  // token (core/argmax.h), which the pass then writes to argmax_ids (host memory,
-  // [logit_rows.size()]); such a row's logits may be left unwritten (a GPU keeps them).
-  std::span<const uint8_t> argmax_only;
-  std::span<int32_t> argmax_ids;
-  // Empty (every flagged row takes its greedy token), or one draw per logit row: a
-  // flagged row takes the token Backend::draw_rows gives (temperature 0: its greedy
-  // token), written to argmax_ids as well.
-  std::span<const backend::RowDraw> draws;
+  // Empty, or one flag per logit row: set where the caller needs only the row's token,
+  // chosen where the logits are and written to device_tokens (host memory,
+  // [logit_rows.size()]): its greedy token (core/argmax.h), or the token samplings[i]
+  // gives (Backend::sample_rows). Such a row's logits may be left unwritten (a GPU keeps
+  // them), unless its token is kLeftToHost: the pass then delivers its logits as well.
+  std::span<const uint8_t> token_on_device;
+  std::span<int32_t> device_tokens;
+  // Empty (every flagged row takes its greedy token), or one sampling per logit row (an
+  // unflagged row's is not used) and the adjustments they index.
+  std::span<const RowSampling> samplings;
+  std::span<const LogitAdjustment> adjustments;
 };
 
 }  // namespace pagoda::model

@@ -69,7 +69,7 @@ TransformerModel::TransformerModel(const ModelConfig& config, backend::Backend& 
 Status TransformerModel::allocate_output_scratch() {
   PAGODA_ASSIGN_OR_RETURN(logit_input_,
                           Activation::allocate(backend_, config_.n_embd, options_.max_logit_rows));
-  PAGODA_ASSIGN_OR_RETURN(argmax_ids_,
+  PAGODA_ASSIGN_OR_RETURN(device_tokens_,
                           backend_.allocate(static_cast<size_t>(options_.max_logit_rows) * sizeof(int32_t)));
   if (backend_.host_addressable()) return {};  // the logits go straight to the caller's buffer
   PAGODA_ASSIGN_OR_RETURN(logits_,
@@ -85,8 +85,9 @@ Status TransformerModel::forward(const ForwardBatch& batch, backend::KvStorage& 
   host_logits_ = backend_.host_addressable() ? logits.data() : nullptr;
   run(batch, kv);
   deliver_logits(batch, logits);
-  host_logits_ = nullptr;
   backend_.synchronize();
+  deliver_rows_left_to_host(batch, logits);
+  host_logits_ = nullptr;
   // The ops report their failures (an op given views it cannot handle) here, once.
   return backend_.take_error();
 }
@@ -94,22 +95,44 @@ Status TransformerModel::forward(const ForwardBatch& batch, backend::KvStorage& 
 void TransformerModel::deliver_logits(const ForwardBatch& batch, std::span<float> logits) {
   const auto n_rows = static_cast<int64_t>(batch.logit_rows.size());
   if (n_rows == 0) return;
-  const backend::TensorView all = host_logits_ != nullptr
-                                      ? backend::make_view(host_logits_, DType::F32, config_.n_vocab, n_rows)
-                                      : logits_.rows(n_rows);
-  const bool any_argmax = !batch.argmax_only.empty();  // the runner passes flags only where one is set
-  if (any_argmax) {
-    const backend::TensorView ids = backend::make_view(argmax_ids_->data(), DType::I32, n_rows, 1);
-    if (batch.draws.empty()) {
+  const backend::TensorView all = device_logits(n_rows);
+  const bool any_on_device = !batch.token_on_device.empty();  // the runner passes flags only where one is set
+  if (any_on_device) {
+    const backend::TensorView ids = backend::make_view(device_tokens_->data(), DType::I32, n_rows, 1);
+    if (batch.samplings.empty()) {
       backend_.argmax_rows(all, ids);
     } else {
-      backend_.draw_rows(all, batch.draws, ids);
+      backend_.sample_rows(all, batch.samplings, batch.adjustments, ids);
     }
-    backend_.copy_to_host(ids, batch.argmax_ids.data());
+    backend_.copy_to_host(ids, batch.device_tokens.data());
   }
-  if (host_logits_ != nullptr) return;
-  // The rows whose logits the caller reads, each run of consecutive ones in one copy.
-  const auto wanted = [&](int64_t r) { return !any_argmax || batch.argmax_only[static_cast<size_t>(r)] == 0; };
+  const auto wanted = [&](int64_t r) { return !any_on_device || batch.token_on_device[static_cast<size_t>(r)] == 0; };
+  copy_logit_rows(all, wanted, logits);
+}
+
+void TransformerModel::deliver_rows_left_to_host(const ForwardBatch& batch, std::span<float> logits) {
+  if (batch.samplings.empty()) return;
+  const auto n_rows = static_cast<int64_t>(batch.logit_rows.size());
+  const auto left = [&](int64_t r) {
+    return batch.token_on_device[static_cast<size_t>(r)] != 0 && batch.device_tokens[static_cast<size_t>(r)] == kLeftToHost;
+  };
+  bool any = false;
+  for (int64_t r = 0; r < n_rows && !any; ++r) any = left(r);
+  if (!any) return;
+  copy_logit_rows(device_logits(n_rows), left, logits);
+  backend_.synchronize();
+}
+
+backend::TensorView TransformerModel::device_logits(int64_t n_rows) const {
+  return host_logits_ != nullptr ? backend::make_view(host_logits_, DType::F32, config_.n_vocab, n_rows)
+                                 : logits_.rows(n_rows);
+}
+
+void TransformerModel::copy_logit_rows(const backend::TensorView& all, const std::function<bool(int64_t)>& wanted,
+                                       std::span<float> logits) {
+  if (host_logits_ != nullptr) return;  // they are there already
+  // Each run of consecutive wanted rows in one copy.
+  const int64_t n_rows = all.n_rows();
   const size_t row_floats = static_cast<size_t>(config_.n_vocab);
   float* device_logits = static_cast<float*>(all.data);
   for (int64_t first = 0; first < n_rows;) {

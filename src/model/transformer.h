@@ -7,6 +7,7 @@
 //     for RoPE on head views, the attention call, and the logits of the selected rows.
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 
@@ -121,10 +122,19 @@ class TransformerModel : public Model {
   void project_logits(const backend::TensorView& w, const backend::TensorView& normed);
 
  private:
-  // After run(): the greedy tokens of the rows batch.argmax_only flags to
-  // batch.argmax_ids, and the logits of the other rows to `logits` where they are not
-  // there already (a backend that is not host-addressable).
+  // After run(): the tokens of the rows batch.token_on_device flags (their greedy tokens
+  // or Backend::sample_rows') to batch.device_tokens, and the logits of the other rows to
+  // `logits` where they are not there already (a backend that is not host-addressable).
   void deliver_logits(const ForwardBatch& batch, std::span<float> logits);
+  // After deliver_logits() and a synchronize: the logits of the rows whose token came back
+  // kLeftToHost (the host's sampler takes them), then a synchronize.
+  void deliver_rows_left_to_host(const ForwardBatch& batch, std::span<float> logits);
+  // The logits of the first n_rows logit rows where the pass wrote them.
+  backend::TensorView device_logits(int64_t n_rows) const;
+  // Copies the rows of `all` that `wanted` names to `logits` (nothing where the pass
+  // wrote them there).
+  void copy_logit_rows(const backend::TensorView& all, const std::function<bool(int64_t)>& wanted,
+                       std::span<float> logits);
 
  protected:
 
@@ -137,7 +147,7 @@ class TransformerModel : public Model {
   backend::RopeParams rope_params_;
   Activation logit_input_;  // [max_logit_rows][n_embd]
   Activation logits_;       // [max_logit_rows][n_vocab]; none on a host-addressable backend
-  std::unique_ptr<backend::Buffer> argmax_ids_;  // [max_logit_rows] I32: argmax_rows' output
+  std::unique_ptr<backend::Buffer> device_tokens_;  // [max_logit_rows] I32: argmax_rows' output
   // During forward() on a host-addressable backend: the caller's logits, which
   // project_logits() writes ([n_logit_rows][n_vocab] f32); else nullptr.
   float* host_logits_ = nullptr;

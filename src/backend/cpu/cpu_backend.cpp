@@ -170,8 +170,9 @@ class CpuBackend final : public Backend {
   void argmax_rows(const TensorView& x, const TensorView& ids) override {
     timed([&] { return cpu::argmax_rows(pool_, x, ids); }, [] { return std::string("argmax_rows"); });
   }
-  void draw_rows(const TensorView& x, std::span<const RowDraw> draws, const TensorView& ids) override {
-    timed([&] { return cpu::draw_rows(pool_, x, draws, ids); }, [] { return std::string("draw_rows"); });
+  void sample_rows(const TensorView& x, std::span<const RowSampling> rows,
+                   std::span<const LogitAdjustment> adjustments, const TensorView& ids) override {
+    timed([&] { return cpu::sample_rows(pool_, x, rows, adjustments, ids); }, [] { return std::string("sample_rows"); });
   }
   void attention(const TensorView& q, const TensorView& k, const TensorView& v, KvStorage& kv,
                  int32_t layer, const AttentionBatch& batch, float scale, const TensorView& out) override {

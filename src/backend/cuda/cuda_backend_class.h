@@ -146,7 +146,8 @@ class CudaBackend final : public Backend {
   void silu_mul(const TensorView& gate, const TensorView& up, const TensorView& out) override;
   void gelu(const TensorView& x) override;
   void argmax_rows(const TensorView& x, const TensorView& ids) override;
-  void draw_rows(const TensorView& x, std::span<const RowDraw> draws, const TensorView& ids) override;
+  void sample_rows(const TensorView& x, std::span<const RowSampling> rows,
+                   std::span<const LogitAdjustment> adjustments, const TensorView& ids) override;
   void attention(const TensorView& q, const TensorView& k, const TensorView& v, KvStorage& kv,
                  int32_t layer, const AttentionBatch& batch, float scale,
                  const TensorView& out) override;
@@ -186,7 +187,7 @@ class CudaBackend final : public Backend {
     kAttention,
     kRopePair,
     kArgmaxRows,
-    kDrawRows
+    kSampleRows
   };
   // Records an op's launch (which returns its Status) for the step's graph, or, when the
   // backend launches op by op, enqueues it now between the profile's events; if the

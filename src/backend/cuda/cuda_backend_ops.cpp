@@ -2,6 +2,7 @@
 // records its launch with the key of everything the launch depends on (step_graphs.h),
 // or launches it at once where the backend runs op by op.
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -145,23 +146,26 @@ void CudaBackend::argmax_rows(const TensorView& x, const TensorView& ids) {
       [] { return std::string("argmax_rows"); });
 }
 
-void CudaBackend::draw_rows(const TensorView& x, std::span<const RowDraw> draws, const TensorView& ids) {
+void CudaBackend::sample_rows(const TensorView& x, std::span<const RowSampling> rows,
+                              std::span<const LogitAdjustment> adjustments, const TensorView& ids) {
   if (!ready()) return;
-  if (static_cast<int64_t>(draws.size()) != x.n_rows()) {
-    return note(invalid_argument("draw_rows: needs one draw per row (" + std::to_string(draws.size()) + " for " +
+  if (static_cast<int64_t>(rows.size()) != x.n_rows()) {
+    return note(invalid_argument("sample_rows: needs one sampling per row (" + std::to_string(rows.size()) + " for " +
                                  std::to_string(x.n_rows()) + " rows)"));
   }
-  for (const RowDraw& d : draws) {
-    if (!(d.temperature >= 0.0f) || !(d.uniform >= 0.0 && d.uniform < 1.0)) {
-      return note(invalid_argument("draw_rows: a temperature must be >= 0 and a uniform in [0, 1)"));
-    }
-  }
-  Expected<const RowDraw*> staged = staging_.stage(draws);
-  if (!staged.ok()) return note(staged.status());
-  const RowDraw* device_draws = *staged;
+  if (Status checked = check_row_samplings(rows, adjustments, x.ne[0]); !checked.ok()) return note(std::move(checked));
+  Expected<const RowSampling*> staged_rows = staging_.stage(rows);
+  if (!staged_rows.ok()) return note(staged_rows.status());
+  Expected<const LogitAdjustment*> staged_adjustments = staging_.stage(adjustments);
+  if (!staged_adjustments.ok()) return note(staged_adjustments.status());
+  const RowSampling* device_rows = *staged_rows;
+  const LogitAdjustment* device_adjustments = *staged_adjustments;
+  const bool any_adjustment =
+      std::any_of(rows.begin(), rows.end(), [](const RowSampling& r) { return r.n_adjustments > 0; });
   run_op(
-      LaunchKey(kDrawRows).add(x).add(device_draws).add(ids),
-      [=, this] { return cuda::draw_rows(ctx_, x, device_draws, ids); }, [] { return std::string("draw_rows"); });
+      LaunchKey(kSampleRows).add(x).add(device_rows).add(device_adjustments).add(any_adjustment).add(ids),
+      [=, this] { return cuda::sample_rows(ctx_, x, device_rows, device_adjustments, any_adjustment, ids); },
+      [] { return std::string("sample_rows"); });
 }
 
 // The positions staged after the checks rope needs on the host (one per token), or

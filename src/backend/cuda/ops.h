@@ -60,8 +60,11 @@ Status silu_mul(const Context& ctx, const TensorView& gate, const TensorView& up
 Status gelu(const Context& ctx, const TensorView& x);
 // Backend::argmax_rows (argmax_rows.cu).
 Status argmax_rows(const Context& ctx, const TensorView& x, const TensorView& ids);
-// Backend::draw_rows (draw_rows.cu); draws: device [rows], checked by the backend.
-Status draw_rows(const Context& ctx, const TensorView& x, const RowDraw* draws, const TensorView& ids);
+// Backend::sample_rows (sample_rows.cu); rows: device [x's rows], adjustments: device
+// copies of what they index, both checked by the backend; any_adjustment: whether a row
+// has one (their adjusted logits then take workspace).
+Status sample_rows(const Context& ctx, const TensorView& x, const RowSampling* rows,
+                   const LogitAdjustment* adjustments, bool any_adjustment, const TensorView& ids);
 
 // --- attention --------------------------------------------------------------------
 // One layer's KV storage: K and V, each ne = {n_kv_heads * head_dim, block_size *

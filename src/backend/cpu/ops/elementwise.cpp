@@ -8,8 +8,6 @@
 #include "backend/cpu/ops/ops.h"
 #include "backend/cpu/ops/rows.h"
 #include "backend/cpu/ops/silu.h"
-#include "core/argmax.h"
-#include "core/draw.h"
 #include "core/fp16.h"
 
 namespace pagoda::backend::cpu {
@@ -122,46 +120,6 @@ Status gelu(ThreadPool& pool, const TensorView& x) {
         }
       }
     }
-  });
-  return {};
-}
-
-Status argmax_rows(ThreadPool& pool, const TensorView& x, const TensorView& ids) {
-  if (!is_f32_rows(x) || x.ne[0] <= 0 || ids.data == nullptr || ids.type != DType::I32 ||
-      ids.ne[0] != x.n_rows() || ids.n_rows() != 1) {
-    return invalid_argument("argmax_rows: needs f32 rows and one I32 id per row");
-  }
-  const auto n = static_cast<size_t>(x.ne[0]);
-  int32_t* out = static_cast<int32_t*>(ids.data);
-  parallel_rows(pool, x.n_rows(), x.ne[0], [&](int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end; ++r) out[r] = greedy_token(std::span<const float>(row_at<const float>(x, r), n));
-  });
-  return {};
-}
-
-Status draw_rows(ThreadPool& pool, const TensorView& x, std::span<const RowDraw> draws, const TensorView& ids) {
-  if (!is_f32_rows(x) || x.ne[0] <= 0 || ids.data == nullptr || ids.type != DType::I32 ||
-      ids.ne[0] != x.n_rows() || ids.n_rows() != 1 || static_cast<int64_t>(draws.size()) != x.n_rows()) {
-    return invalid_argument("draw_rows: needs f32 rows, one draw and one I32 id per row");
-  }
-  for (const RowDraw& d : draws) {
-    if (!(d.temperature >= 0.0f) || !(d.uniform >= 0.0 && d.uniform < 1.0)) {
-      return invalid_argument("draw_rows: a temperature must be >= 0 and a uniform in [0, 1)");
-    }
-  }
-  const auto n = static_cast<size_t>(x.ne[0]);
-  int32_t* out = static_cast<int32_t*>(ids.data);
-  // One row a task: a draw reads its whole row twice (the weights, then their walk).
-  pool.parallel_for(x.n_rows(), [&](int64_t r, int) {
-    const std::span<const float> row(row_at<const float>(x, r), n);
-    const RowDraw& d = draws[static_cast<size_t>(r)];
-    if (d.temperature == 0.0f) {
-      out[r] = greedy_token(row);
-      return;
-    }
-    thread_local std::vector<float> weights;
-    weights.resize(n);
-    out[r] = draw_token(row, d.temperature, d.uniform, weights);
   });
   return {};
 }

@@ -62,8 +62,9 @@ Status silu_mul(ThreadPool& pool, Isa isa, const TensorView& gate, const TensorV
 Status gelu(ThreadPool& pool, const TensorView& x);
 // ids[i] = greedy_token(row i of x): x [n][n_vocab] f32 rows, ids [n] I32.
 Status argmax_rows(ThreadPool& pool, const TensorView& x, const TensorView& ids);
-// ids[i] = row i's draw (Backend::draw_rows): greedy_token or core/draw.h's draw_token.
-Status draw_rows(ThreadPool& pool, const TensorView& x, std::span<const RowDraw> draws, const TensorView& ids);
+// ids[i] = sample_row of row i of x with rows[i] (Backend::sample_rows).
+Status sample_rows(ThreadPool& pool, const TensorView& x, std::span<const RowSampling> rows,
+                   std::span<const LogitAdjustment> adjustments, const TensorView& ids);
 
 // Shared checks.
 bool same_shape(const TensorView& a, const TensorView& b);

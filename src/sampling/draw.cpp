@@ -1,4 +1,4 @@
-#include "core/draw.h"
+#include "sampling/draw.h"
 
 #include <cmath>
 

@@ -1,11 +1,14 @@
-// A plain temperature draw taken where the logits are (the backend's draw_rows, its
-// uniform drawn when the step is built) gives the tokens the sampler's own draw gave (its
-// uniform drawn after the pass): the same seeded requests run once as plain draws and
-// once with log-probabilities (which keep them on the sampler), on stories260K, batched,
-// preempted for want of KV blocks, and speculating with prompt lookup, must produce the
-// same tokens, greedy requests mixed in.
+// Tokens chosen where the logits are (the backend's sample_rows, the uniform drawn when
+// the step is built) are the tokens the sampler itself chose (its uniform drawn after the
+// pass): the same seeded requests run once on the device path and once with
+// log-probabilities (which keep them on the sampler), on stories260K, batched, preempted
+// for want of KV blocks, and speculating with prompt lookup, must produce the same
+// tokens. The requests mix greedy ones, plain draws, top-k, top-p, min-p, logit bias and
+// the three penalties, and a repetition penalty so small that repeated tokens' logits
+// overflow to +inf, whose rows the backend leaves to the host's sampler.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -25,8 +28,16 @@ std::vector<EngineRequest> requests(bool logprobs) {
     for (int k = 0; k < 1 + (i * 37) % 90; ++k) r.prompt.push_back(3 + (i * 7919 + k * 104729) % 500);
     r.stop.max_tokens = 20 + (i * 13) % 40;
     r.stop.ignore_eog = true;
-    r.sampling.temperature = i % 7 == 3 ? 0.0f : 0.5f + 0.3f * static_cast<float>(i % 5);
-    r.sampling.seed = 500 + static_cast<uint64_t>(i);
+    SamplingParams& p = r.sampling;
+    p.temperature = i % 7 == 3 ? 0.0f : 0.5f + 0.3f * static_cast<float>(i % 5);
+    p.seed = 500 + static_cast<uint64_t>(i);
+    if (i % 4 == 1) p.top_k = 5 + i;
+    if (i % 3 == 1) p.top_p = 0.6f + 0.05f * static_cast<float>(i % 6);
+    if (i % 5 == 2) p.min_p = 0.05f;
+    if (i % 4 == 2) p.logit_bias = {{13, 3.0f}, {300, -INFINITY}, {42, 1.5f}};
+    if (i % 3 == 0) p.repetition_penalty = 1.4f, p.repetition_window = i % 2 == 0 ? 8 : -1;
+    if (i % 5 == 3) p.presence_penalty = 0.6f, p.frequency_penalty = 0.3f;
+    if (i == 10 || i == 17) p.repetition_penalty = 1e-38f, p.repetition_window = -1;
     r.sampling.logprobs = logprobs;
   }
   return out;
@@ -61,11 +72,11 @@ EngineConfig base_config() {
   return config;
 }
 
-TEST(DeviceDrawEngine, BatchedRequestsDrawTheSamplersTokens) { expect_same_tokens(base_config(), 0); }
+TEST(DeviceSamplingEngine, BatchedRequestsTakeTheSamplersTokens) { expect_same_tokens(base_config(), 0); }
 
-TEST(DeviceDrawEngine, PreemptedRequestsDrawTheSamplersTokens) { expect_same_tokens(base_config(), 20); }
+TEST(DeviceSamplingEngine, PreemptedRequestsTakeTheSamplersTokens) { expect_same_tokens(base_config(), 20); }
 
-TEST(DeviceDrawEngine, SpeculatingRequestsDrawTheSamplersTokens) {
+TEST(DeviceSamplingEngine, SpeculatingRequestsTakeTheSamplersTokens) {
   EngineConfig config = base_config();
   config.speculative.method = SpeculativeMethod::kNgram;
   config.speculative.adaptive = false;

@@ -1,17 +1,18 @@
 #pragma once
 // The truncation and sampling stages of the sampler, each a plain function over a list
 // of candidate tokens, in the order the sampler runs them: top-k, top-p, min-p, then
-// greedy or temperature sampling. Stages shrink the list and may sort it; none
-// allocates.
+// greedy or temperature sampling; the engine's Sampler and the backends' row sampling
+// on the host (row_sampling.h) both run them. Stages shrink the list and may sort it;
+// none allocates.
 
 #include <cstddef>
 #include <cstdint>
 #include <span>
 
 #include "core/argmax.h"
-#include "core/draw.h"
+#include "sampling/draw.h"
 
-namespace pagoda::engine {
+namespace pagoda {
 
 struct Candidate {
   int32_t token = 0;
@@ -40,6 +41,8 @@ void apply_top_p(CandidateList& list, float p, std::span<float> scratch);
 // Keeps the candidates whose probability is at least min_p times the top one's, i.e.
 // logit >= max_logit + log(min_p); order is preserved. min_p <= 0 keeps all.
 void apply_min_p(CandidateList& list, float min_p);
+// apply_min_p with log(min_p) given (-inf keeps all): threshold max_logit + log_min_p.
+void apply_log_min_p(CandidateList& list, float log_min_p);
 
 // The index in `list` of the best candidate (ties: lower token id).
 size_t best_index(const CandidateList& list);
@@ -50,7 +53,7 @@ size_t best_index(const CandidateList& list);
 
 // Draws a candidate from softmax(logit / temperature) using `uniform`, a number in
 // [0, 1); returns its index in `list`. temperature > 0; scratch: at least the list's
-// size, for the weights (core/exp_sum.h), walked by draw_index (core/draw.h).
+// size, for the weights (core/exp_sum.h), walked by draw_index (sampling/draw.h).
 size_t sample_index(const CandidateList& list, float temperature, double uniform, std::span<float> scratch);
 
-}  // namespace pagoda::engine
+}  // namespace pagoda

@@ -1,10 +1,10 @@
-// Each row's token on the GPU (Backend::draw_rows), so that a step of sampling requests
-// copies one int per row to the host instead of its logits. One block per row.
+#pragma once
+// A temperature draw over a row of values on the GPU, as the host draws it
+// (sampling/draw.h's draw_token, core/exp_sum.h's weights and sums), for sample_rows.cu:
+// weights w_i = softmax_exp((x_i - max) / T) with the operations of core/softmax_exp.h,
+// and the first index whose running sum in double passes uniform * (their sum).
 //
-// Temperature 0: the greedy token, as argmax_rows.cu finds it. Above 0: the draw the
-// host makes (core/draw.h's draw_token): weights w_i = softmax_exp((x_i - max) / T), the
-// operations of core/softmax_exp.h, and the first index whose running sum in double
-// passes uniform * (their sum). The host sums in a fixed sequential order; here each
+// Over a whole row (draw_in_row) the host sums in a fixed sequential order; here each
 // thread sums a contiguous run and the runs' sums are scanned, which rounds differently:
 // the running sums and the sum differ from the host's by at most about 3 n 2^-53 of the
 // sum. So the crossing found is the host's whenever the target lies farther than the
@@ -19,15 +19,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "backend/cuda/f32_rows.cuh"
-#include "backend/cuda/ops.h"
-#include "backend/cuda/row_greedy.cuh"
-
 namespace pagoda::backend::cuda {
-namespace {
-
-constexpr int kThreads = 1024;
-constexpr int kWarps = kThreads / 32;
 
 // core/softmax_exp.h's softmax_exp, operation for operation.
 __device__ __forceinline__ float softmax_exp(float x) {
@@ -53,53 +45,63 @@ __device__ __forceinline__ float weight(float x, float shift, float scale) {
   return softmax_exp(__fmul_rn(__fsub_rn(x, shift), scale));
 }
 
-// The host's draw, exactly (core/exp_sum.cpp's 8 partial sums in their combining order,
-// then draw_index's sequential walk and its fallback). Called by the whole block:
-// threads 0..7 take a partial sum each, thread 0 the walk; thread 0 gets the index.
-__device__ int64_t exact_draw(const float* row, int64_t n, float max, float scale, double uniform, double* sums) {
+// core/exp_sum.cpp's combination of its 8 partial sums (value i in sum i % 8).
+__device__ __forceinline__ double combine_partial_sums(const double* sums) {
+  return ((sums[0] + sums[4]) + (sums[2] + sums[6])) + ((sums[1] + sums[5]) + (sums[3] + sums[7]));
+}
+
+// exp_sum's sum of the weights of value(0), ..., value(n - 1) with `shift` and `scale`,
+// exactly: threads 0..7 of the block take a partial sum each, thread 0 combines them.
+// Called by the whole block (it holds a barrier); `sums`: shared [8]. Thread 0 gets the
+// sum.
+template <typename Value>
+__device__ double exact_weight_sum(Value value, int64_t n, float shift, float scale, double* sums) {
   if (threadIdx.x < 8) {
     double sum = 0.0;
-    for (int64_t i = threadIdx.x; i < n; i += 8) sum += static_cast<double>(weight(row[i], max, scale));
+    for (int64_t i = threadIdx.x; i < n; i += 8) sum += static_cast<double>(weight(value(i), shift, scale));
     sums[threadIdx.x] = sum;
   }
   __syncthreads();
-  if (threadIdx.x != 0) return -1;
-  const double total = ((sums[0] + sums[4]) + (sums[2] + sums[6])) + ((sums[1] + sums[5]) + (sums[3] + sums[7]));
+  return threadIdx.x == 0 ? combine_partial_sums(sums) : 0.0;
+}
+
+// draw_index's walk over the weights of value(0), ..., value(n - 1), by one thread: the
+// first index whose running sum exceeds uniform * total, else the last of nonzero
+// weight, else 0.
+template <typename Value>
+__device__ int64_t walk_draw(Value value, int64_t n, float shift, float scale, double total, double uniform) {
   const double target = uniform * total;
   double cumulative = 0.0;
   for (int64_t i = 0; i < n; ++i) {
-    cumulative += static_cast<double>(weight(row[i], max, scale));
+    cumulative += static_cast<double>(weight(value(i), shift, scale));
     if (target < cumulative) return i;
   }
   for (int64_t i = n; i-- > 0;) {
-    if (weight(row[i], max, scale) > 0.0f) return i;
+    if (weight(value(i), shift, scale) > 0.0f) return i;
   }
   return 0;
 }
 
-__global__ void __launch_bounds__(kThreads) draw_rows_kernel(F32Rows x, int64_t n, const RowDraw* draws, int32_t* ids) {
-  __shared__ RowBest warp_best[kWarps];
-  __shared__ double warp_sums[kWarps];
-  __shared__ int64_t crossing;
-  __shared__ int uncertain;
-  const float* row = x.row(blockIdx.x);
-  const RowDraw draw = draws[blockIdx.x];
+// The host's draw over the values exactly (exp_sum's sum, then draw_index's walk). Called
+// by the whole block; thread 0 gets the index. sums: shared [8].
+template <typename Value>
+__device__ int64_t exact_draw(Value value, int64_t n, float shift, float scale, double uniform, double* sums) {
+  const double total = exact_weight_sum(value, n, shift, scale, sums);
+  return threadIdx.x == 0 ? walk_draw(value, n, shift, scale, total, uniform) : -1;
+}
+
+// The draw over a whole row of n values whose largest is `max`, as described above.
+// Called by the whole block of kThreads; every thread gets the index. warp_sums: shared
+// [kThreads / 32] doubles (at least 8); crossing, uncertain: shared scratch.
+template <int kThreads>
+__device__ int64_t draw_in_row(const float* row, int64_t n, float max, float scale, double uniform, double* warp_sums,
+                               int64_t* crossing, int* uncertain) {
+  constexpr int kWarps = kThreads / 32;
   const int lane = static_cast<int>(threadIdx.x) % 32, warp = static_cast<int>(threadIdx.x) / 32;
   if (threadIdx.x == 0) {
-    crossing = INT64_MAX;
-    uncertain = 0;
+    *crossing = INT64_MAX;
+    *uncertain = 0;
   }
-
-  // The greedy token (argmax_rows.cu's rule), and the largest logit.
-  const RowBest best = row_best<kThreads>(row, n, warp_best);
-  const int32_t greedy = greedy_of(row, best);
-  if (draw.temperature == 0.0f || greedy < 0) {
-    if (threadIdx.x == 0) ids[blockIdx.x] = greedy;
-    return;  // the whole block
-  }
-  const float max = best.value;
-  const float scale = __fdiv_rn(1.0f, draw.temperature);
-
   // Each thread's contiguous run, its sum, and the runs before it (a block scan).
   const int64_t per_thread = (n + kThreads - 1) / kThreads;
   const int64_t begin = min(n, static_cast<int64_t>(threadIdx.x) * per_thread), end = min(n, begin + per_thread);
@@ -118,7 +120,7 @@ __global__ void __launch_bounds__(kThreads) draw_rows_kernel(F32Rows x, int64_t 
     total += warp_sums[w];
   }
   const double before = before_warp + (inclusive - run_sum);
-  const double target = draw.uniform * total;
+  const double target = uniform * total;
   const double margin = ldexp(total, -53) * (4.0 * static_cast<double>(n) + 256.0);
   if (isfinite(total) && total > 0.0 && before <= target && target < before + run_sum) {
     // This run holds the crossing (the runs' sums are monotone): find it, and whether
@@ -128,33 +130,22 @@ __global__ void __launch_bounds__(kThreads) draw_rows_kernel(F32Rows x, int64_t 
       const double previous = cumulative;
       cumulative += static_cast<double>(weight(row[i], max, scale));
       if (target < cumulative) {
-        atomicMin(reinterpret_cast<unsigned long long*>(&crossing), static_cast<unsigned long long>(i));
-        if (!(cumulative - target > margin && target - previous > margin)) atomicExch(&uncertain, 1);
+        atomicMin(reinterpret_cast<unsigned long long*>(crossing), static_cast<unsigned long long>(i));
+        if (!(cumulative - target > margin && target - previous > margin)) atomicExch(uncertain, 1);
         break;
       }
     }
   }
   __syncthreads();
-  if (crossing != INT64_MAX && uncertain == 0) {  // the whole block
-    if (threadIdx.x == 0) ids[blockIdx.x] = static_cast<int32_t>(crossing);
-    return;
-  }
-  const int64_t index = exact_draw(row, n, max, scale, draw.uniform, warp_sums);
-  if (threadIdx.x == 0) ids[blockIdx.x] = static_cast<int32_t>(index);
-}
-
-}  // namespace
-
-Status draw_rows(const Context& ctx, const TensorView& x, const RowDraw* draws, const TensorView& ids) {
-  const int64_t rows = x.n_rows();
-  if (!is_f32_rows(x) || x.ne[0] <= 0 || rows > INT32_MAX || ids.data == nullptr || ids.type != DType::I32 ||
-      ids.ne[0] != rows || ids.n_rows() != 1 || (rows > 0 && draws == nullptr)) {
-    return invalid_argument("draw_rows: needs f32 rows, one draw and one I32 id per row");
-  }
-  if (rows == 0) return {};
-  draw_rows_kernel<<<static_cast<unsigned>(rows), kThreads, 0, ctx.stream>>>(rows_of(x), x.ne[0], draws,
-                                                                             static_cast<int32_t*>(ids.data));
-  return launch_status("draw_rows");
+  const int64_t found = *crossing;
+  const bool certain = found != INT64_MAX && *uncertain == 0;
+  __syncthreads();  // every thread has read them before anyone writes them again
+  if (certain) return found;
+  __shared__ int64_t exact;
+  const int64_t index = exact_draw([row](int64_t i) { return row[i]; }, n, max, scale, uniform, warp_sums);
+  if (threadIdx.x == 0) exact = index;
+  __syncthreads();
+  return exact;
 }
 
 }  // namespace pagoda::backend::cuda

@@ -1,4 +1,4 @@
-#include "engine/sampler_stages.h"
+#include "sampling/stages.h"
 
 #include <algorithm>
 #include <cmath>
@@ -6,7 +6,7 @@
 #include "core/exp_sum.h"
 #include "core/softmax_exp.h"
 
-namespace pagoda::engine {
+namespace pagoda {
 namespace {
 
 float max_logit(const CandidateList& list) {
@@ -62,8 +62,13 @@ void apply_top_p(CandidateList& list, float p, std::span<float> scratch) {
 }
 
 void apply_min_p(CandidateList& list, float min_p) {
-  if (min_p <= 0.0f || list.items.empty()) return;
-  const float threshold = max_logit(list) + std::log(min_p);
+  if (min_p <= 0.0f) return;
+  apply_log_min_p(list, std::log(min_p));
+}
+
+void apply_log_min_p(CandidateList& list, float log_min_p) {
+  if (!(log_min_p > -INFINITY) || list.items.empty()) return;
+  const float threshold = max_logit(list) + log_min_p;
   size_t kept = 0;
   for (const Candidate& c : list.items) {
     if (c.logit >= threshold) list.items[kept++] = c;
@@ -85,4 +90,4 @@ size_t sample_index(const CandidateList& list, float temperature, double uniform
   return draw_index(scratch.first(list.items.size()), total, uniform);
 }
 
-}  // namespace pagoda::engine
+}  // namespace pagoda

@@ -1,0 +1,263 @@
+// Each row's token on the GPU (Backend::sample_rows), so that a step of sampling requests
+// copies one int per row to the host instead of its logits: the host's sample_row
+// (sampling/row_sampling.h), bit for bit. One block per row.
+//
+// A row with no adjustment and no truncation takes the greedy token (argmax_rows.cu's
+// rule) or a draw over the whole row (row_draw.cuh). Otherwise the row's adjusted logits
+// are written to a scratch row first (the logits stay as they were, for a row left to
+// the host), and a NaN or +inf among them leaves the row to the host. Without truncation
+// the draw is over the whole adjusted row. With it, the tokens that can survive are
+// gathered into a short list in shared memory (row_select.cuh): the k best for top-k;
+// for top-p alone, a head whose weights surely pass the target; for min-p alone, the
+// tokens above its threshold, in id order. The sampler's stages then run over that list
+// as the host runs them over its candidates: top-p's running sum and the draw's walk by
+// one thread in the list's order, their sums as exp_sum takes them (8 partial sums). Only
+// top-p over the whole row needs that row's sum, which is taken in parallel; where the
+// target lies within its rounding margin of a running sum, the host's sum is taken
+// exactly. A list that would pass the capacity leaves the row to the host.
+
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstdint>
+
+#include "backend/cuda/f32_rows.cuh"
+#include "backend/cuda/ops.h"
+#include "backend/cuda/row_draw.cuh"
+#include "backend/cuda/row_greedy.cuh"
+#include "backend/cuda/row_select.cuh"
+
+namespace pagoda::backend::cuda {
+namespace {
+
+constexpr int kThreads = 1024;
+constexpr int kWarps = kThreads / 32;
+
+struct SampleRowsArgs {
+  F32Rows x;
+  int64_t n;
+  const RowSampling* rows;              // [rows of the op]
+  const LogitAdjustment* adjustments;   // what rows index
+  float* adjusted;                      // [rows of the launch][n] scratch, or null when no row adjusts
+  int64_t row_begin;                    // the launch's first row
+  int32_t* ids;                         // [rows of the op]
+};
+
+struct RowScratch {
+  uint64_t items[kRowSamplingCapacity];  // the short list
+  uint32_t counts[kDigitValues];
+  double masses[kDigitValues];
+  RowBest warp_best[kWarps];
+  double warp_sums[kWarps];
+  HeadChoice head;
+  int64_t crossing;
+  int uncertain;
+  int filled;
+  int list_size;
+};
+
+// row_sampling.h's adjusted_logit, operation for operation.
+__device__ __forceinline__ float adjusted(float logit, const LogitAdjustment& a, float repetition_penalty) {
+  if ((a.flags & kAddBias) != 0u) logit = __fadd_rn(logit, a.bias);
+  if ((a.flags & kRepeated) != 0u) {
+    logit = logit <= 0.0f ? __fmul_rn(logit, repetition_penalty) : __fdiv_rn(logit, repetition_penalty);
+  }
+  if ((a.flags & kSubtract) != 0u) logit = __fsub_rn(logit, a.subtract);
+  return logit;
+}
+
+// The sum over the block of every thread's `value`, for every thread. sums: shared [kWarps].
+__device__ double block_sum(double value, double* sums) {
+  for (int offset = 16; offset > 0; offset /= 2) value += __shfl_xor_sync(0xffffffffu, value, offset);
+  if (threadIdx.x % 32 == 0) sums[threadIdx.x / 32] = value;
+  __syncthreads();
+  double total = 0.0;
+  for (int w = 0; w < kWarps; ++w) total += sums[w];
+  __syncthreads();  // every thread has read the sums before they are written again
+  return total;
+}
+
+// Thread 0's `value`, for every thread (two barriers: it may be called again at once).
+__device__ int from_thread0(int value, int* slot) {
+  if (threadIdx.x == 0) *slot = value;
+  __syncthreads();
+  const int out = *slot;
+  __syncthreads();
+  return out;
+}
+
+// top-p over the whole row (no top-k before it): the shortest head of the sorted list
+// items[0, listed) whose weights at temperature 1 reach p times their sum over the row,
+// `approximate` (taken in parallel); with exp_sum's exact partial sums where the margin
+// is in doubt. Returns the head's length, or 0 when it is not inside the list (the host
+// decides).
+__device__ int top_p_of_row(const float* row, int64_t n, float max, float p, double approximate, int listed,
+                            RowScratch& s) {
+  const auto walk = [&](double target, double margin) {  // thread 0: the head's length, or -1 in doubt
+    double mass = 0.0;
+    for (int i = 0; i < listed; ++i) {
+      const double previous = mass;
+      mass += static_cast<double>(softmax_exp(__fsub_rn(unpack_item(s.items[i], false).value, max)));
+      if (mass >= target) return mass - target > margin && (i == 0 || target - previous > margin) ? i + 1 : -1;
+    }
+    return listed == n ? listed : -1;  // short of the target: the whole row stays
+  };
+  int length = -1;
+  if (threadIdx.x == 0) {
+    const double target = static_cast<double>(p) * approximate;
+    length = walk(target, ldexp(target, -53) * (4.0 * static_cast<double>(n) + 256.0));
+  }
+  length = from_thread0(length, &s.list_size);
+  if (length >= 0) return length;
+  const double total = exact_weight_sum([row](int64_t i) { return row[i]; }, n, max, 1.0f, s.warp_sums);
+  if (threadIdx.x == 0) length = walk(static_cast<double>(p) * total, -1.0);
+  length = from_thread0(length, &s.list_size);
+  return length < 0 ? 0 : length;
+}
+
+// The token of a truncated row (sample_row's stages) whose adjusted logits are `row`,
+// with no NaN or +inf and `max` above -inf.
+__device__ int32_t truncated_token(const float* row, int64_t n, float max, const RowSampling& r, RowScratch& s) {
+  const bool top_k = r.top_k > 0 && r.top_k < n, top_p = r.top_p < 1.0f, min_p = r.log_min_p > -INFINITY;
+  if (top_k && r.top_k > kRowSamplingCapacity) return kLeftToHost;
+  const bool id_ordered = !top_k && !top_p;  // min-p alone keeps the row's order
+  double row_mass = 0.0;                     // top-p alone: the weights' sum over the row
+  if (id_ordered) {
+    const float threshold = __fadd_rn(max, r.log_min_p);
+    gather_list<kThreads>(row, n, [threshold](float v) { return v >= threshold; }, true, s.items, &s.filled);
+  } else {
+    double mass_goal = 0.0;
+    if (!top_k) {  // a head whose weights surely pass p times their sum over the row
+      double mine = 0.0;
+      for (int64_t i = threadIdx.x; i < n; i += kThreads) mine += static_cast<double>(weight(row[i], max, 1.0f));
+      row_mass = block_sum(mine, s.warp_sums);
+      mass_goal = static_cast<double>(r.top_p) * row_mass * (1.0 + 0x1p-20);
+    }
+    choose_head<kThreads>(row, n, max, top_k, r.top_k, mass_goal, s.counts, s.masses, &s.head);
+    if (s.head.levels < 0) return kLeftToHost;
+    const HeadChoice head = s.head;
+    gather_list<kThreads>(
+        row, n, [head, max](float v) { return in_head(digits_of(v, max), head.head, head.levels); }, false, s.items,
+        &s.filled);
+  }
+  const int filled = s.filled;
+  if (filled > kRowSamplingCapacity) return kLeftToHost;
+  sort_list<kThreads>(s.items, filled);
+  const auto value = [&s, id_ordered](int64_t i) { return unpack_item(s.items[i], id_ordered).value; };
+  int size = top_k ? r.top_k : filled;
+  if (top_p && top_k && size > 1) {  // over the k best, sorted
+    const float front = value(0);
+    const double total = exact_weight_sum(value, size, front, 1.0f, s.warp_sums);
+    int kept = size;
+    if (threadIdx.x == 0) {
+      const double target = static_cast<double>(r.top_p) * total;
+      double mass = 0.0;
+      for (int i = 0; i < size; ++i) {
+        mass += static_cast<double>(softmax_exp(__fsub_rn(value(i), front)));
+        if (mass >= target) {
+          kept = i + 1;
+          break;
+        }
+      }
+    }
+    size = from_thread0(kept, &s.list_size);
+  } else if (top_p && !top_k && n > 1) {
+    size = top_p_of_row(row, n, max, r.top_p, row_mass, filled, s);
+    if (size == 0) return kLeftToHost;
+  }
+  if (min_p && !id_ordered) {  // over the sorted head: a shorter head
+    int kept = 0;
+    if (threadIdx.x == 0) {
+      const float threshold = __fadd_rn(value(0), r.log_min_p);
+      while (kept < size && value(kept) >= threshold) ++kept;
+    }
+    size = from_thread0(kept, &s.list_size);
+  }
+  const float shift = id_ordered ? max : value(0);
+  const float scale = __fdiv_rn(1.0f, r.temperature);
+  const int64_t index = exact_draw(value, size, shift, scale, r.uniform, s.warp_sums);
+  return threadIdx.x == 0 ? unpack_item(s.items[index], id_ordered).token : 0;
+}
+
+__global__ void __launch_bounds__(kThreads) sample_rows_kernel(SampleRowsArgs a) {
+  __shared__ RowScratch s;
+  const int64_t r = a.row_begin + blockIdx.x;
+  const RowSampling sampling = a.rows[r];
+  const float* row = a.x.row(r);
+  const int64_t n = a.n;
+  const bool truncating = (sampling.top_k > 0 && sampling.top_k < n) || sampling.top_p < 1.0f ||
+                          sampling.log_min_p > -INFINITY;
+  if (sampling.n_adjustments == 0 && !truncating) {  // as sample_row: greedy_token or draw_token
+    const RowBest best = row_best<kThreads>(row, n, s.warp_best);
+    const int32_t greedy = greedy_of(row, best);
+    if (sampling.temperature == 0.0f || greedy < 0) {
+      if (threadIdx.x == 0) a.ids[r] = greedy;
+      return;  // the whole block
+    }
+    const int64_t index = draw_in_row<kThreads>(row, n, best.value, __fdiv_rn(1.0f, sampling.temperature),
+                                                sampling.uniform, s.warp_sums, &s.crossing, &s.uncertain);
+    if (threadIdx.x == 0) a.ids[r] = static_cast<int32_t>(index);
+    return;
+  }
+  if (sampling.n_adjustments > 0) {
+    float* out = a.adjusted + static_cast<int64_t>(blockIdx.x) * n;
+    for (int64_t i = threadIdx.x; i < n; i += kThreads) out[i] = row[i];
+    __syncthreads();
+    const LogitAdjustment* list = a.adjustments + sampling.first_adjustment;
+    for (int j = static_cast<int>(threadIdx.x); j < sampling.n_adjustments; j += kThreads) {
+      out[list[j].token] = adjusted(row[list[j].token], list[j], sampling.repetition_penalty);
+    }
+    __syncthreads();
+    row = out;
+  }
+  bool bad = false;
+  for (int64_t i = threadIdx.x; i < n; i += kThreads) bad = bad || isnan(row[i]) || row[i] == INFINITY;
+  if (__syncthreads_or(bad ? 1 : 0) != 0) {
+    if (threadIdx.x == 0) a.ids[r] = kLeftToHost;
+    return;
+  }
+  const RowBest best = row_best<kThreads>(row, n, s.warp_best);
+  int32_t token = -1;
+  if (!(best.value > -INFINITY)) {
+    token = -1;
+  } else if (sampling.temperature == 0.0f) {
+    token = static_cast<int32_t>(best.index);
+  } else if (!truncating) {
+    token = static_cast<int32_t>(draw_in_row<kThreads>(row, n, best.value, __fdiv_rn(1.0f, sampling.temperature),
+                                                       sampling.uniform, s.warp_sums, &s.crossing, &s.uncertain));
+  } else {
+    token = truncated_token(row, n, best.value, sampling, s);
+  }
+  if (threadIdx.x == 0) a.ids[r] = token;
+}
+
+}  // namespace
+
+Status sample_rows(const Context& ctx, const TensorView& x, const RowSampling* rows,
+                   const LogitAdjustment* adjustments, bool any_adjustment, const TensorView& ids) {
+  const int64_t n_rows = x.n_rows();
+  if (!is_f32_rows(x) || x.ne[0] <= 0 || n_rows > INT32_MAX || ids.data == nullptr || ids.type != DType::I32 ||
+      ids.ne[0] != n_rows || ids.n_rows() != 1 || (n_rows > 0 && rows == nullptr)) {
+    return invalid_argument("sample_rows: needs f32 rows, one sampling and one I32 id per row");
+  }
+  if (n_rows == 0) return {};
+  SampleRowsArgs a{rows_of(x), x.ne[0], rows, adjustments, nullptr, 0, static_cast<int32_t*>(ids.data)};
+  int64_t piece = n_rows;
+  ScratchScope scope(*ctx.workspace);
+  if (any_adjustment) {  // adjusted rows, as many at a time as the workspace holds
+    const size_t row_bytes = static_cast<size_t>(a.n) * sizeof(float);
+    const size_t room = ctx.workspace->remaining() > 256 ? ctx.workspace->remaining() - 256 : 0;
+    piece = std::min<int64_t>(n_rows, static_cast<int64_t>(room / row_bytes));
+    if (piece == 0) return resource_exhausted("sample_rows: the workspace holds no adjusted row");
+    a.adjusted = static_cast<float*>(ctx.workspace->take(static_cast<size_t>(piece) * row_bytes));
+  }
+  for (int64_t first = 0; first < n_rows; first += piece) {
+    a.row_begin = first;
+    const auto blocks = static_cast<unsigned>(std::min(piece, n_rows - first));
+    sample_rows_kernel<<<blocks, kThreads, 0, ctx.stream>>>(a);
+    PAGODA_TRY(launch_status("sample_rows"));
+  }
+  return {};
+}
+
+}  // namespace pagoda::backend::cuda
