@@ -4,7 +4,6 @@
 #include <cmath>
 
 #include "core/exp_sum.h"
-#include "core/softmax_exp.h"
 
 namespace pagoda {
 namespace {
@@ -24,6 +23,54 @@ double softmax_weights(const CandidateList& list, float max, float temperature, 
   return exp_sum(scratch.data(), static_cast<int64_t>(n), max, 1.0f / temperature, scratch.data());
 }
 
+// weights[j] = softmax_exp(items[j].logit - max): the weights top-p walks, by exp_sum
+// (vectorized; with scale 1 its operations are these). weights: [items.size()].
+void head_weights(std::span<const Candidate> items, float max, std::span<float> weights) {
+  for (size_t j = 0; j < items.size(); ++j) weights[j] = items[j].logit;
+  exp_sum(weights.data(), static_cast<int64_t>(items.size()), max, 1.0f, weights.data());
+}
+
+// Brings to the front of `rest` (unsorted, every token ranking after those before it),
+// sorted, the tokens whose distance below `max` falls in the first bins (of an eighth
+// each) whose weights pass `needed`, with room for the sums' rounding; returns how many
+// it sorted (should the walk go past them, the caller calls it again on what is left).
+// A flat distribution's long head is sorted alone, not the whole vocabulary. scratch:
+// [rest.size()].
+size_t sort_head_by_mass(std::span<Candidate> rest, float max, double needed, std::span<float> scratch) {
+  constexpr int kBins = 256;
+  const auto bin_of = [max](float logit) {
+    const float t = (max - logit) * 8.0f;
+    return t < static_cast<float>(kBins - 1) ? static_cast<int>(t) : kBins - 1;  // NaN: the last
+  };
+  head_weights(rest, max, scratch);
+  double bin_mass[kBins] = {};
+  bool any_nan = false;
+  for (size_t j = 0; j < rest.size(); ++j) {
+    bin_mass[bin_of(rest[j].logit)] += static_cast<double>(scratch[j]);
+    any_nan = any_nan || std::isnan(rest[j].logit);
+  }
+  int last_bin = kBins - 1;
+  double mass = 0.0;
+  for (int b = 0; b < kBins && std::isfinite(needed); ++b) {
+    mass += bin_mass[b];
+    if (mass >= needed * (1.0 + 0x1p-20)) {
+      last_bin = b;
+      break;
+    }
+  }
+  const auto head_end =
+      std::partition(rest.begin(), rest.end(), [&](const Candidate& c) { return bin_of(c.logit) <= last_bin; });
+  // With a NaN ranks_before orders nothing strictly, which std::sort may run past the
+  // range on; a heap sort (partial_sort to the end) stays inside it.
+  if (any_nan) {
+    std::partial_sort(rest.begin(), head_end, head_end, ranks_before);
+    std::partial_sort(head_end, rest.end(), rest.end(), ranks_before);
+    return rest.size();
+  }
+  std::sort(rest.begin(), head_end, ranks_before);
+  return static_cast<size_t>(head_end - rest.begin());
+}
+
 }  // namespace
 
 void apply_top_k(CandidateList& list, int32_t k) {
@@ -38,20 +85,27 @@ void apply_top_p(CandidateList& list, float p, std::span<float> scratch) {
   if (p >= 1.0f || list.items.size() <= 1) return;
   const float max = max_logit(list);
   const double target = static_cast<double>(p) * softmax_weights(list, max, 1.0f, scratch);
-  auto first = list.items.begin();
+  const auto first = list.items.begin(), end = list.items.end();
   const size_t n = list.items.size();
-  // Sort a head, grow it fourfold while its mass falls short: the mass usually sits in
-  // a few dozen tokens, so a full sort of the vocabulary is rarely needed.
-  size_t sorted_end = list.sorted ? n : 0;
-  size_t head = std::min<size_t>(n, 64);
+  // Sorted, scratch holds the walk's weights already. Unsorted, the mass usually sits in
+  // a few dozen tokens, so those are sorted first; past them, the head still to sort is
+  // found before sorting (sort_head_by_mass). scratch[i] is then the weight of items[i]
+  // for i below sorted_end.
+  constexpr size_t kFirstHead = 64;
+  size_t sorted_end = n;
+  if (!list.sorted) {
+    sorted_end = std::min(n, kFirstHead);
+    std::partial_sort(first, first + static_cast<std::ptrdiff_t>(sorted_end), end, ranks_before);
+    head_weights(list.items.first(sorted_end), max, scratch);
+  }
   double mass = 0.0;
   for (size_t i = 0; i < n; ++i) {
     if (i == sorted_end) {
-      std::partial_sort(first + i, first + head, list.items.end(), ranks_before);
-      sorted_end = head;
-      head = std::min(n, head * 4);
+      const size_t sorted = sort_head_by_mass(list.items.subspan(i), max, target - mass, scratch.subspan(i));
+      head_weights(list.items.subspan(i, sorted), max, scratch.subspan(i));
+      sorted_end = i + sorted;
     }
-    mass += static_cast<double>(softmax_exp(list.items[i].logit - max));  // the weights' exp
+    mass += static_cast<double>(scratch[i]);
     if (mass >= target) {
       list.items = list.items.first(i + 1);
       list.sorted = true;
