@@ -168,10 +168,12 @@ stage_bench() {
   echo "the same, sampled at temperature 0.8 (plain draws on the GPU):" >>"$log"
   run_logged "$log" "$limit" "$bundle/pagoda" bench --device cuda -m "$dir/llama-1b-f16.gguf" --concurrency 64 \
     --num-requests 64 --prompt-len 512 --gen-len 128 --temperature 0.8 || status=1
-  echo "the same with top-k 40, top-p 0.95, min-p 0.05 (truncated on the GPU):" >>"$log"
+  local truncated=(--temperature 0.8 --top-k 40 --top-p 0.95 --min-p 0.05)
+  echo "the same with top-k 40, top-p 0.95, min-p 0.05 (truncated on the GPU), then on the host:" >>"$log"
   run_logged "$log" "$limit" "$bundle/pagoda" bench --device cuda -m "$dir/llama-1b-f16.gguf" --concurrency 64 \
-    --num-requests 64 --prompt-len 512 --gen-len 128 --temperature 0.8 --top-k 40 --top-p 0.95 --min-p 0.05 ||
-    status=1
+    --num-requests 64 --prompt-len 512 --gen-len 128 "${truncated[@]}" || status=1
+  run_logged "$log" "$limit" "$bundle/pagoda" bench --device cuda -m "$dir/llama-1b-f16.gguf" --concurrency 64 \
+    --num-requests 64 --prompt-len 512 --gen-len 128 "${truncated[@]}" --host-sampling || status=1
   echo "per-op profile of the greedy run (op by op, no graphs):" >>"$log"
   run_logged "$log" "$limit" "$bundle/pagoda" bench --device cuda -m "$dir/llama-1b-f16.gguf" --concurrency 64 \
     --num-requests 64 --prompt-len 512 --gen-len 128 --profile-ops || status=1

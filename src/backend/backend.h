@@ -201,11 +201,14 @@ class Backend {
   // sample_row: the sampler's bias, penalties, truncation and greedy token or draw, as
   // the engine's sampler takes it; -1 where no logit is above -inf; kLeftToHost for a row
   // the host's sampler is to take, whose logits the caller then reads). Made where the
-  // logits are, so that only the ids go to the host. x: [n][n_vocab] f32 rows; rows:
-  // [n]; adjustments: every row's, which rows[i] index; ids: [n] I32. The rows x holds
-  // are left as they are.
+  // logits are, so that only the ids (and the log-probabilities asked) go to the host.
+  // x: [n][n_vocab] f32 rows; rows: [n]; adjustments: every row's, which rows[i] index;
+  // ids: [n] I32; logprobs: [n][kRowLogprobsWords] I32 words, row i a RowLogprobs written
+  // where rows[i] asks for log-probabilities and gets a token (a view without data when
+  // no row asks). The rows x holds are left as they are.
   virtual void sample_rows(const TensorView& x, std::span<const RowSampling> rows,
-                           std::span<const LogitAdjustment> adjustments, const TensorView& ids) = 0;
+                           std::span<const LogitAdjustment> adjustments, const TensorView& ids,
+                           const TensorView& logprobs) = 0;
   // Writes the new K and V rows to their KV slots, then for each sequence computes
   // softmax(q k^T * scale + causal mask) v over its context, grouped-query style
   // (query head h reads KV head h / (n_heads / n_kv_heads)). q: [n][n_heads][head_dim],

@@ -104,6 +104,7 @@ Expected<engine::EngineConfig> engine_config_of(const ConcurrencyBenchArgs& a) {
   if (a.kv_cache_memory > 0) config.kv_memory.bytes = a.kv_cache_memory;
   PAGODA_ASSIGN_OR_RETURN(config.kv_type, engine::parse_kv_cache_type(a.kv_cache_type));
   PAGODA_ASSIGN_OR_RETURN(config.speculative, a.speculative.config());
+  config.tokens_on_device = !a.host_sampling;
   return config;
 }
 
@@ -275,6 +276,8 @@ void add_concurrency_options(CLI::App& command, ConcurrencyBenchArgs& args) {
   command.add_option("--min-p", args.min_p, "Drop tokens less likely than min-p times the most likely")
       ->capture_default_str()
       ->check(CLI::Range(0.0f, 1.0f));
+  command.add_flag("--host-sampling", args.host_sampling,
+                   "Sample every token on the host from copied logits, not where the logits are (for comparison)");
   add_grammar_options(command, args.grammar);
   command.add_option("--prompt-file", args.prompt_files,
                      "A real prompt (repeatable): the file's text as a user message through the "

@@ -47,6 +47,7 @@ struct ConcurrencyBenchArgs {
   int top_k = 0;
   float top_p = 1.0f;
   float min_p = 0.0f;
+  bool host_sampling = false;  // every token on the host's sampler (EngineConfig::tokens_on_device off)
   // Every request's output constrained (--grammar-file, --json-schema[-file]): a
   // request then ends early where its grammar is complete.
   GrammarArgs grammar;

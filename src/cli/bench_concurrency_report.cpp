@@ -78,6 +78,7 @@ void print_json(const ConcurrencyRun& run, const Latencies& l) {
            {"top_k", a.top_k},
            {"top_p", a.top_p},
            {"min_p", a.min_p},
+           {"host_sampling", a.host_sampling},
            {"max_batched_tokens", a.max_batched_tokens},
            {"max_running", a.max_running},
            {"duration_seconds", run.seconds},
@@ -117,6 +118,7 @@ void print_text(const ConcurrencyRun& run, const Latencies& l) {
     if (a.top_p < 1.0f) std::printf(", top-p %g", static_cast<double>(a.top_p));
     if (a.min_p > 0.0f) std::printf(", min-p %g", static_cast<double>(a.min_p));
   }
+  if (a.host_sampling) std::printf(", sampled on the host");
   std::printf("\n");
   std::printf("engine:      max_batched_tokens %d, max_running %d, %d KV blocks of %d tokens\n",
               a.max_batched_tokens, a.max_running, run.n_kv_blocks, run.block_size);

@@ -29,6 +29,11 @@ struct EngineConfig {
   // time long contexts on any model, as llama-bench does.
   bool limit_to_training_context = true;
   SpeculativeConfig speculative;
+  // Choose a request's token where the logits are when it allows (no grammar, at most
+  // kMaxDeviceTopLogprobs top log-probabilities): on a GPU only the tokens (and the
+  // log-probabilities asked) come back. false samples every token on the host from
+  // copied logits: the same tokens, for comparison (`pagoda bench --host-sampling`).
+  bool tokens_on_device = true;
 
   // The model must have been loaded with (at least) these: a step runs up to
   // max_batched_tokens tokens and samples once per running request, or once per row a

@@ -173,6 +173,7 @@ class EngineCore {
     std::span<const int32_t> drafts;  // the proposals it verifies
     std::span<const float> draft_probs;  // [drafts.size()][n_vocab] for drawn proposals, or empty
     std::optional<int32_t> device_token;  // its token, chosen with the logits (token_on_device)
+    const RowLogprobs* device_logprobs;   // and their log-probabilities, where it asked
     Status status;
   };
   std::vector<Sampling> samplings_;          // [sampling requests]

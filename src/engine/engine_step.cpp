@@ -37,8 +37,9 @@ void EngineCore::gather_sequences(const SchedulerOutput& plan) {
                                   .first(static_cast<size_t>(scheduled.n_draft_tokens));
     }
     sequence.block_table = kv_.block_table(scheduled.id);
-    sequence.token_on_device = scheduled.samples && scheduled.n_draft_tokens == 0 && request != nullptr &&
-                               request->processor && request->processor->token_on_device_suffices();
+    sequence.token_on_device = config_.tokens_on_device && scheduled.samples && scheduled.n_draft_tokens == 0 &&
+                               request != nullptr && request->processor &&
+                               request->processor->token_on_device_suffices();
     // A draw's uniform is taken now, the one sample() would take after the pass.
     if (sequence.token_on_device) {
       const size_t before = adjustments_.size();
@@ -131,14 +132,15 @@ void EngineCore::process_logits(const SchedulerOutput& plan, const StepLogits& l
         request->draft_probs.size() >= n_probs && !drafts.empty()
             ? std::span<const float>(request->draft_probs).first(n_probs)
             : std::span<const float>();
-    samplings_.push_back({request, request_logits, drafts, draft_probs, device_token, {}});
+    const RowLogprobs* device_logprobs = device_token ? logits.device_logprobs(row - n_rows) : nullptr;
+    samplings_.push_back({request, request_logits, drafts, draft_probs, device_token, device_logprobs, {}});
   }
   // Each request's sampler on the backend's threads (drawing with a temperature from a
   // large vocabulary is a real share of a step when every request does), the rest in
   // order.
   backend_->run_host_tasks(static_cast<int64_t>(samplings_.size()), [this](int64_t i) {
     Sampling& s = samplings_[static_cast<size_t>(i)];
-    s.status = s.device_token ? s.request->processor->take_device_token(*s.device_token)
+    s.status = s.device_token ? s.request->processor->take_device_token(*s.device_token, s.device_logprobs)
                               : s.request->processor->sample(s.logits, s.drafts, s.draft_probs);
   });
   for (Sampling& s : samplings_) {

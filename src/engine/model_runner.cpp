@@ -58,6 +58,7 @@ ModelRunner::ModelRunner(model::Model& model, backend::Backend& backend, backend
   token_on_device_.reserve(max_logit_rows);
   samplings_.reserve(max_logit_rows);
   device_tokens_.resize(max_logit_rows);
+  device_logprobs_.resize(max_logit_rows);
   copies_.reserve(max_sequences);
 }
 
@@ -139,6 +140,7 @@ Expected<model::ForwardBatch> ModelRunner::prepare(std::span<const RunnerSequenc
   attention_.clear();
   logit_rows_.clear();
   token_on_device_.clear();
+  asks_logprobs_ = false;
   samplings_.clear();
   adjustments_.clear();
   for (const RunnerSequence& s : sequences) append(s);
@@ -154,11 +156,15 @@ Expected<model::ForwardBatch> ModelRunner::prepare(std::span<const RunnerSequenc
     batch.token_on_device = token_on_device_;
     batch.device_tokens = device_tokens_;
     // Rows that only take their greedy token need no more than argmax_rows.
-    const auto more_than_greedy = [](const RowSampling& r) { return r.temperature > 0.0f || r.n_adjustments > 0; };
+    const auto more_than_greedy = [](const RowSampling& r) {
+      return r.temperature > 0.0f || r.n_adjustments > 0 || r.logprobs;
+    };
     if (std::any_of(samplings_.begin(), samplings_.end(), more_than_greedy)) {
       batch.samplings = samplings_;
       batch.adjustments = adjustments_;
     }
+    asks_logprobs_ = std::any_of(samplings_.begin(), samplings_.end(), [](const RowSampling& r) { return r.logprobs; });
+    if (asks_logprobs_) batch.device_logprobs = std::span<RowLogprobs>(device_logprobs_).first(logit_rows_.size());
   }
   // The one place a batch is checked: the model and the backend only assert it.
   PAGODA_TRY(model::check_batch(batch, model_->config(), model_->batch_limits(), *kv_, logits_));
@@ -193,7 +199,10 @@ Expected<StepLogits> ModelRunner::execute(std::span<const kv::BlockCopy> copies,
   const size_t n_logits = logit_rows_.size() * static_cast<size_t>(n_vocab_);
   const std::span<float> logits = logits_.first(n_logits);
   PAGODA_TRY(model_->forward(batch, *kv_, logits));
-  return StepLogits(logits, n_vocab_, std::span<const int32_t>(device_tokens_).first(logit_rows_.size()));
+  const std::span<const RowLogprobs> reports =
+      asks_logprobs_ ? std::span<const RowLogprobs>(device_logprobs_).first(logit_rows_.size())
+                     : std::span<const RowLogprobs>();
+  return StepLogits(logits, n_vocab_, std::span<const int32_t>(device_tokens_).first(logit_rows_.size()), reports);
 }
 
 }  // namespace pagoda::engine

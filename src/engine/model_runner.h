@@ -54,8 +54,9 @@ struct RunnerLimits {
 // next step.
 class StepLogits {
  public:
-  StepLogits(std::span<const float> data, int32_t n_vocab, std::span<const int32_t> device_tokens = {})
-      : data_(data), n_vocab_(n_vocab), device_tokens_(device_tokens) {}
+  StepLogits(std::span<const float> data, int32_t n_vocab, std::span<const int32_t> device_tokens = {},
+             std::span<const RowLogprobs> device_logprobs = {})
+      : data_(data), n_vocab_(n_vocab), device_tokens_(device_tokens), device_logprobs_(device_logprobs) {}
   int32_t n_vocab() const { return n_vocab_; }
   int32_t n_rows() const {
     return static_cast<int32_t>(data_.size() / static_cast<size_t>(n_vocab_));
@@ -71,11 +72,17 @@ class StepLogits {
   // (RunnerSequence::token_on_device), whose logits row(i) may not hold unless it is
   // kLeftToHost (the host's sampler is to take it).
   int32_t device_token(int32_t i) const { return device_tokens_[static_cast<size_t>(i)]; }
+  // The log-probabilities that came with row i's token, where its sampling asked for them
+  // (RowSampling::logprobs) and the token is not kLeftToHost; else null.
+  const RowLogprobs* device_logprobs(int32_t i) const {
+    return static_cast<size_t>(i) < device_logprobs_.size() ? &device_logprobs_[static_cast<size_t>(i)] : nullptr;
+  }
 
  private:
   std::span<const float> data_;  // [n_rows][n_vocab]
   int32_t n_vocab_;
   std::span<const int32_t> device_tokens_;  // [n_rows], valid for the token_on_device rows
+  std::span<const RowLogprobs> device_logprobs_;  // [n_rows] where a row asked, else empty
 };
 
 class ModelRunner {
@@ -137,6 +144,8 @@ class ModelRunner {
   std::vector<RowSampling> samplings_;
   std::vector<LogitAdjustment> adjustments_;
   std::vector<int32_t> device_tokens_;  // [max_logit_rows]: the model writes the flagged rows'
+  std::vector<RowLogprobs> device_logprobs_;  // [max_logit_rows]: and their log-probabilities, where asked
+  bool asks_logprobs_ = false;                // whether this step's rows ask
   std::vector<backend::KvBlockCopy> copies_;  // [copies of the step]; grows to the largest step
   // [max_logit_rows][n_vocab], in memory the backend copies to fastest (pinned on a GPU).
   std::unique_ptr<backend::Buffer> logits_memory_;

@@ -6,14 +6,16 @@
 #include <string>
 #include <vector>
 
-#include "engine/logprobs.h"
 #include "engine/stop_checker.h"
+#include "sampling/logprobs.h"
 
 namespace pagoda::engine {
 
 using RequestId = uint64_t;
 
 // The log-probability of one generated token and of the most likely alternatives.
+using TokenLogprob = pagoda::TokenLogprob;  // sampling/logprobs.h's, under the engine's name
+
 struct TokenLogprobs {
   int32_t token = 0;
   float logprob = 0.0f;            // natural log, of the raw logits' softmax

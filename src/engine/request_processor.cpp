@@ -100,12 +100,16 @@ Status RequestProcessor::sample(std::span<const float> logits, std::span<const i
   return {};
 }
 
-Status RequestProcessor::take_device_token(int32_t token) {
+Status RequestProcessor::take_device_token(int32_t token, const RowLogprobs* logprobs) {
   has_sampled_ = false;
   sampled_.clear();
   if (token < 0) return Sampler::no_finite_logit();
   SampledToken drawn;
   drawn.token = token;
+  if (logprobs != nullptr && sampler_.reports_logprobs()) {
+    drawn.logprob = logprobs->chosen;
+    drawn.top = std::span<const TokenLogprob>(logprobs->top, static_cast<size_t>(logprobs->n_top));
+  }
   PAGODA_TRY(keep(drawn));
   has_sampled_ = true;
   return {};

@@ -74,9 +74,10 @@ class RequestProcessor {
     return sampler_.device_sampling(adjustments);
   }
   // sample() for such a request given the token chosen where the logits are (-1 for
-  // none, which fails as sample() does). A row left to the host (kLeftToHost) goes to
-  // sample() with its logits instead, which takes the uniform device_sampling() took.
-  Status take_device_token(int32_t token);
+  // none, which fails as sample() does), with its log-probabilities where the request
+  // asks for them (`logprobs`, else ignored). A row left to the host (kLeftToHost) goes
+  // to sample() with its logits instead, which takes the uniform device_sampling() took.
+  Status take_device_token(int32_t token, const RowLogprobs* logprobs = nullptr);
   Expected<RequestOutput> emit(bool context_full);
   // emit() for every token sample() kept, in order, up to the first that finishes the
   // request. `context_room`: tokens the request may still gain before it holds

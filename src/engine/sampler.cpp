@@ -55,7 +55,7 @@ Sampler::Sampler(const SamplingParams& params, int32_t n_vocab)
   for (const auto& [token, bias] : params_.logit_bias) bias_tokens.push_back(token);
   std::sort(bias_tokens.begin(), bias_tokens.end());
   const bool bias_repeats = std::adjacent_find(bias_tokens.begin(), bias_tokens.end()) != bias_tokens.end();
-  samples_on_device_ = !params_.logprobs && params_.top_logprobs == 0 && !bias_repeats;
+  samples_on_device_ = params_.top_logprobs <= kMaxDeviceTopLogprobs && !bias_repeats;
 }
 
 void Sampler::accept_prompt(std::span<const int32_t> tokens) {
@@ -80,6 +80,8 @@ RowSampling Sampler::device_sampling(std::vector<LogitAdjustment>& adjustments) 
     if (params_.min_p > 0.0f) row.log_min_p = std::log(params_.min_p);
   }
   row.repetition_penalty = penalties_.repetition_penalty();
+  row.logprobs = reports_logprobs();
+  row.top_logprobs = params_.top_logprobs;
   // The bias, then the penalties' entries merged into one adjustment per token.
   const size_t first = adjustments.size();
   if (!params_.logit_bias.empty() || penalties_.enabled()) {

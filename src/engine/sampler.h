@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "core/status.h"
-#include "engine/logprobs.h"
+#include "sampling/logprobs.h"
 #include "engine/penalties.h"
 #include "engine/sampling_params.h"
 #include "sampling/row_sampling.h"
@@ -59,10 +59,12 @@ class Sampler {
 
   const SamplingParams& params() const { return params_; }
   // Whether the next token may be chosen where the logits are, by Backend::sample_rows
-  // with device_sampling()'s row: there are no log-probabilities to report, and no token
-  // is named twice in the bias (whose adds the sampler makes one after the other). (A
-  // grammar's mask is the caller's: RequestProcessor.)
+  // with device_sampling()'s row: at most kMaxDeviceTopLogprobs top log-probabilities
+  // asked, and no token named twice in the bias (whose adds the sampler makes one after
+  // the other). (A grammar's mask is the caller's: RequestProcessor.)
   bool samples_on_device() const { return samples_on_device_; }
+  // Whether sample() reports log-probabilities (logprobs or top_logprobs asked).
+  bool reports_logprobs() const { return params_.logprobs || params_.top_logprobs > 0; }
   // The row that makes sample_rows give sample()'s token for the same logits (no mask):
   // the stages' settings, the bias and penalties as adjustments appended to
   // `adjustments` (each token once), and, when it draws, the next uniform of the

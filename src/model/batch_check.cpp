@@ -1,5 +1,6 @@
 #include "model/batch_check.h"
 
+#include <algorithm>
 #include <string>
 
 namespace pagoda::model {
@@ -131,6 +132,12 @@ Status check_logit_rows(const ForwardBatch& batch, const ModelConfig& config,
                      (batch.token_on_device.empty() ? ", none flagged to take its token on the device" : ""));
   }
   if (batch.samplings.empty() && !batch.adjustments.empty()) return bad_batch("adjustments without samplings");
+  const bool asks_logprobs =
+      std::any_of(batch.samplings.begin(), batch.samplings.end(), [](const RowSampling& r) { return r.logprobs; });
+  if (asks_logprobs && batch.device_logprobs.size() < n_rows) {
+    return bad_batch("rows ask for log-probabilities with room for " +
+                     str(static_cast<int64_t>(batch.device_logprobs.size())) + " reports");
+  }
   if (const Status rows = check_row_samplings(batch.samplings, batch.adjustments, config.n_vocab); !rows.ok()) {
     return bad_batch(rows.message());
   }

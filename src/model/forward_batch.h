@@ -27,6 +27,9 @@ struct ForwardBatch {
   // unflagged row's is not used) and the adjustments they index.
   std::span<const RowSampling> samplings;
   std::span<const LogitAdjustment> adjustments;
+  // Empty, or one report per logit row (host memory) where some flagged row's sampling
+  // asks for log-probabilities: the pass writes those rows' (RowLogprobs).
+  std::span<RowLogprobs> device_logprobs;
 };
 
 }  // namespace pagoda::model

@@ -71,6 +71,8 @@ Status TransformerModel::allocate_output_scratch() {
                           Activation::allocate(backend_, config_.n_embd, options_.max_logit_rows));
   PAGODA_ASSIGN_OR_RETURN(device_tokens_,
                           backend_.allocate(static_cast<size_t>(options_.max_logit_rows) * sizeof(int32_t)));
+  PAGODA_ASSIGN_OR_RETURN(device_logprobs_,
+                          backend_.allocate(static_cast<size_t>(options_.max_logit_rows) * sizeof(RowLogprobs)));
   if (backend_.host_addressable()) return {};  // the logits go straight to the caller's buffer
   PAGODA_ASSIGN_OR_RETURN(logits_,
                           Activation::allocate(backend_, config_.n_vocab, options_.max_logit_rows));
@@ -102,7 +104,12 @@ void TransformerModel::deliver_logits(const ForwardBatch& batch, std::span<float
     if (batch.samplings.empty()) {
       backend_.argmax_rows(all, ids);
     } else {
-      backend_.sample_rows(all, batch.samplings, batch.adjustments, ids);
+      const backend::TensorView reports =
+          batch.device_logprobs.empty()
+              ? backend::TensorView{}
+              : backend::make_view(device_logprobs_->data(), DType::I32, kRowLogprobsWords, n_rows);
+      backend_.sample_rows(all, batch.samplings, batch.adjustments, ids, reports);
+      if (!batch.device_logprobs.empty()) backend_.copy_to_host(reports, batch.device_logprobs.data());
     }
     backend_.copy_to_host(ids, batch.device_tokens.data());
   }

@@ -147,7 +147,8 @@ class TransformerModel : public Model {
   backend::RopeParams rope_params_;
   Activation logit_input_;  // [max_logit_rows][n_embd]
   Activation logits_;       // [max_logit_rows][n_vocab]; none on a host-addressable backend
-  std::unique_ptr<backend::Buffer> device_tokens_;  // [max_logit_rows] I32: argmax_rows' output
+  std::unique_ptr<backend::Buffer> device_tokens_;    // [max_logit_rows] I32: the tokens chosen on the device
+  std::unique_ptr<backend::Buffer> device_logprobs_;  // [max_logit_rows] RowLogprobs: their log-probabilities
   // During forward() on a host-addressable backend: the caller's logits, which
   // project_logits() writes ([n_logit_rows][n_vocab] f32); else nullptr.
   float* host_logits_ = nullptr;

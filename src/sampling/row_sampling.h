@@ -5,15 +5,17 @@
 // a uniform the sampler took from the request's generator. sample_row is the op on the
 // host: the CPU backend's op, and the reference the CUDA kernel (sample_rows.cu)
 // reproduces bit for bit. A row that truncation leaves with more than
-// kRowSamplingCapacity tokens, or whose adjusted logits hold a NaN or +inf, it leaves to
-// the host's sampler (kLeftToHost), which then reads the row's logits; a backend may
-// leave more rows so (the token is the same either way).
+// kRowSamplingCapacity tokens, or whose adjusted logits hold a NaN or +inf (or its raw
+// logits, where it reports log-probabilities), it leaves to the host's sampler
+// (kLeftToHost), which then reads the row's logits; a backend may leave more rows so (the
+// token is the same either way).
 
 #include <cmath>
 #include <cstdint>
 #include <span>
 
 #include "core/status.h"
+#include "sampling/logprobs.h"
 #include "sampling/stages.h"
 
 namespace pagoda {
@@ -40,7 +42,25 @@ struct RowSampling {
   float repetition_penalty = 1.0f;   // for the kRepeated tokens
   int32_t first_adjustment = 0;
   int32_t n_adjustments = 0;
+  // Report the log-probabilities of the raw logits (RowLogprobs): the chosen token's, and
+  // those of the top_logprobs most likely (at most kMaxDeviceTopLogprobs).
+  bool logprobs = false;
+  int32_t top_logprobs = 0;
 };
+
+// The most top log-probabilities a row may ask of sample_rows (OpenAI's limit).
+inline constexpr int32_t kMaxDeviceTopLogprobs = 20;
+
+// What sample_rows reports of a row that asks for log-probabilities, as LogSoftmax gives
+// them (sampling/logprobs.h).
+struct RowLogprobs {
+  float chosen = 0.0f;  // the chosen token's
+  int32_t n_top = 0;    // the row's top_logprobs
+  TokenLogprob top[kMaxDeviceTopLogprobs] = {};  // most likely first (ties: lower id)
+};
+// A device buffer of them is addressed as 32-bit words.
+inline constexpr int64_t kRowLogprobsWords = static_cast<int64_t>(sizeof(RowLogprobs) / 4);
+static_assert(sizeof(RowLogprobs) % 4 == 0);
 
 // sample_row's answer for a row the host's sampler is to take.
 inline constexpr int32_t kLeftToHost = -2;
@@ -63,7 +83,8 @@ inline bool truncates(const RowSampling& row, int64_t n_vocab) {
 }
 
 // Fails unless every row's settings are in range (temperature >= 0, uniform in [0, 1),
-// top-p in [0, 1], log_min_p <= 0, a positive finite repetition penalty) and its
+// top-p in [0, 1], log_min_p <= 0, a positive finite repetition penalty, top_logprobs
+// in [0, min(kMaxDeviceTopLogprobs, n_vocab)]) and its
 // adjustments lie in `adjustments` and name tokens below n_vocab with a bias that is a
 // number or -inf and a finite subtraction. (That a token is named once per row is the
 // caller's to keep.)
@@ -76,8 +97,10 @@ Status check_row_samplings(std::span<const RowSampling> rows, std::span<const Lo
 // -inf, kLeftToHost as above, with `capacity` in place of kRowSamplingCapacity (the CPU
 // backend, whose logits are on the host already, sets no limit). adjustments: the row's
 // own; candidates, weights: [n_vocab] scratch.
+// Where the row asks for log-probabilities and gets a token, `logprobs` receives them.
 int32_t sample_row(std::span<const float> logits, const RowSampling& row,
                    std::span<const LogitAdjustment> adjustments, std::span<Candidate> candidates,
-                   std::span<float> weights, int64_t capacity = kRowSamplingCapacity);
+                   std::span<float> weights, int64_t capacity = kRowSamplingCapacity,
+                   RowLogprobs* logprobs = nullptr);
 
 }  // namespace pagoda

@@ -2,10 +2,12 @@
 // row_sampling.h, with no limit on a list's length) over that row with its own
 // adjustments, whatever the row's place in the list of adjustments and the view's stride:
 // greedy rows, plain draws, rows with bias and penalties, truncated rows (top-k past the
-// GPU's capacity included), rows refused (-1) and rows left to the host (a NaN). The rows
-// and adjustments it cannot take are errors, and the logits are left as they were.
+// GPU's capacity included), rows refused (-1) and rows left to the host (a NaN), with the
+// log-probabilities sample_row reports where a row asks. The rows and adjustments it
+// cannot take are errors, and the logits are left as they were.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -47,9 +49,15 @@ TEST(SampleRows, CpuGivesEachRowSampleRowsToken) {
       }
     }
     if (n > 2) samplings[11].top_k = kRowSamplingCapacity + 1;  // past the capacity where n allows
+    for (const int64_t r : {3, 4, 10}) {  // log-probabilities: the greedy, a draw, an adjusted draw
+      samplings[static_cast<size_t>(r)].logprobs = true;
+      samplings[static_cast<size_t>(r)].top_logprobs = static_cast<int32_t>(std::min<int64_t>(n, r));
+    }
     const std::vector<float> before = logits.data;
     std::vector<int32_t> ids(static_cast<size_t>(rows), -7);
-    cpu->sample_rows(logits.view(), samplings, adjustments, make_view(ids.data(), DType::I32, rows));
+    std::vector<RowLogprobs> reports(static_cast<size_t>(rows));
+    cpu->sample_rows(logits.view(), samplings, adjustments, make_view(ids.data(), DType::I32, rows),
+                     make_view(reports.data(), DType::I32, kRowLogprobsWords, rows));
     ASSERT_TRUE(cpu->take_error().ok());
     EXPECT_EQ(std::memcmp(logits.data.data(), before.data(), before.size() * sizeof(float)), 0)
         << "the logits are left as they were";
@@ -58,10 +66,21 @@ TEST(SampleRows, CpuGivesEachRowSampleRowsToken) {
     for (int64_t r = 0; r < rows; ++r) {
       const RowSampling& s = samplings[static_cast<size_t>(r)];
       const std::span<const float> row(&logits.at(r, 0), static_cast<size_t>(n));
+      RowLogprobs report;
       const int32_t want =
           sample_row(row, s, std::span<const LogitAdjustment>(adjustments).subspan(s.first_adjustment, s.n_adjustments),
-                     candidates, weights, INT64_MAX);
+                     candidates, weights, INT64_MAX, &report);
       EXPECT_EQ(ids[static_cast<size_t>(r)], want) << "row " << r << ", n " << n;
+      if (!s.logprobs) continue;
+      const RowLogprobs& got = reports[static_cast<size_t>(r)];
+      EXPECT_EQ(got.chosen, report.chosen) << "row " << r;
+      ASSERT_EQ(got.n_top, s.top_logprobs) << "row " << r;
+      for (int32_t j = 0; j < got.n_top; ++j) {
+        EXPECT_EQ(got.top[j].token, report.top[j].token) << "row " << r << ", top " << j;
+        EXPECT_EQ(got.top[j].logprob, report.top[j].logprob) << "row " << r << ", top " << j;
+      }
+      if (n > 1) EXPECT_LT(got.chosen, 0.0f) << "row " << r;
+      if (got.n_top > 0) EXPECT_GE(got.top[0].logprob, got.chosen) << "the best is at least as likely";
     }
     EXPECT_EQ(ids[1], n > 3 ? kLeftToHost : -1) << "truncated where top-k 3 is below n, else plain";
     EXPECT_EQ(ids[2], -1);
@@ -76,8 +95,10 @@ TEST(SampleRows, CpuRefusesViewsAndRowsItCannotTake) {
   std::vector<int32_t> ids(4);
   std::vector<RowSampling> rows(4, RowSampling{.temperature = 1.0f, .uniform = 0.5});
   std::vector<LogitAdjustment> adjustments = {LogitAdjustment{2, kAddBias, 1.0f, 0.0f}};
+  std::vector<RowLogprobs> reports(4);
   const auto refused = [&](std::span<const RowSampling> r, DType id_type) {
-    cpu->sample_rows(logits.view(), r, adjustments, make_view(ids.data(), id_type, 4));
+    cpu->sample_rows(logits.view(), r, adjustments, make_view(ids.data(), id_type, 4),
+                     make_view(reports.data(), DType::I32, kRowLogprobsWords, 4));
     return !cpu->take_error().ok();
   };
   EXPECT_FALSE(refused(rows, DType::I32));
@@ -95,6 +116,13 @@ TEST(SampleRows, CpuRefusesViewsAndRowsItCannotTake) {
   EXPECT_TRUE(with([](RowSampling& r) { r.repetition_penalty = 0.0f; })) << "a repetition penalty of 0";
   EXPECT_TRUE(with([](RowSampling& r) { r.first_adjustment = 1, r.n_adjustments = 1; })) << "past the list";
   EXPECT_FALSE(with([](RowSampling& r) { r.n_adjustments = 1; }));
+  EXPECT_TRUE(with([](RowSampling& r) { r.logprobs = true, r.top_logprobs = kMaxDeviceTopLogprobs + 1; }))
+      << "more top log-probabilities than a row reports";
+  EXPECT_FALSE(with([](RowSampling& r) { r.logprobs = true, r.top_logprobs = 8; }));
+  std::vector<RowSampling> asking = rows;
+  asking[1].logprobs = true;
+  cpu->sample_rows(logits.view(), asking, adjustments, make_view(ids.data(), DType::I32, 4), TensorView{});
+  EXPECT_FALSE(cpu->take_error().ok()) << "log-probabilities asked with nowhere to write them";
   adjustments[0].token = 8;
   EXPECT_TRUE(refused(rows, DType::I32)) << "an adjustment past the vocabulary";
   adjustments[0] = LogitAdjustment{2, kAddBias, std::numeric_limits<float>::quiet_NaN(), 0.0f};

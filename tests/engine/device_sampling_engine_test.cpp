@@ -1,9 +1,9 @@
 // Tokens chosen where the logits are (the backend's sample_rows, the uniform drawn when
 // the step is built) are the tokens the sampler itself chose (its uniform drawn after the
-// pass): the same seeded requests run once on the device path and once with
-// log-probabilities (which keep them on the sampler), on stories260K, batched, preempted
+// pass): the same seeded requests run once on the device path and once with every token
+// on the host (EngineConfig::tokens_on_device off), on stories260K, batched, preempted
 // for want of KV blocks, and speculating with prompt lookup, must produce the same
-// tokens. The requests mix greedy ones, plain draws, top-k, top-p, min-p, logit bias and
+// tokens, and the same log-probabilities where they are asked. The requests mix greedy ones, plain draws, top-k, top-p, min-p, logit bias and
 // the three penalties, and a repetition penalty so small that repeated tokens' logits
 // overflow to +inf, whose rows the backend leaves to the host's sampler.
 #include <gtest/gtest.h>
@@ -20,7 +20,7 @@ namespace {
 
 using testing::BatchedModel;
 
-std::vector<EngineRequest> requests(bool logprobs) {
+std::vector<EngineRequest> requests() {
   std::vector<EngineRequest> out(24);
   for (int i = 0; i < 24; ++i) {
     EngineRequest& r = out[static_cast<size_t>(i)];
@@ -38,10 +38,14 @@ std::vector<EngineRequest> requests(bool logprobs) {
     if (i % 3 == 0) p.repetition_penalty = 1.4f, p.repetition_window = i % 2 == 0 ? 8 : -1;
     if (i % 5 == 3) p.presence_penalty = 0.6f, p.frequency_penalty = 0.3f;
     if (i == 10 || i == 17) p.repetition_penalty = 1e-38f, p.repetition_window = -1;
-    r.sampling.logprobs = logprobs;
+    if (i % 4 == 0) p.logprobs = true, p.top_logprobs = i % 6;
   }
   return out;
 }
+
+// Log-probabilities: exactly the host's on the CPU; within a float's rounding on a GPU
+// (its normalizer's sum is taken in another order).
+bool near(float x, float y) { return x == y || std::fabs(x - y) <= 1e-6f + 1e-6f * std::fabs(y); }
 
 void expect_same_tokens(EngineConfig config, int32_t kv_blocks) {
   BatchedModel m = testing::load_batched_model("stories260K.gguf", config.load_options());
@@ -52,15 +56,29 @@ void expect_same_tokens(EngineConfig config, int32_t kv_blocks) {
   }
   std::unique_ptr<Engine> on_device = testing::make_engine(m, config);
   ASSERT_NE(on_device, nullptr);
-  const std::vector<testing::Received> drawn = testing::run_all(*on_device, requests(false));
+  const std::vector<testing::Received> drawn = testing::run_all(*on_device, requests());
   on_device.reset();
+  config.tokens_on_device = false;
   std::unique_ptr<Engine> on_host = testing::make_engine(m, config);
   ASSERT_NE(on_host, nullptr);
-  const std::vector<testing::Received> sampled = testing::run_all(*on_host, requests(true));
+  const std::vector<testing::Received> sampled = testing::run_all(*on_host, requests());
   ASSERT_EQ(drawn.size(), sampled.size());
   for (size_t i = 0; i < drawn.size(); ++i) {
     EXPECT_EQ(drawn[i].error, "") << "request " << i;
     EXPECT_EQ(drawn[i].tokens, sampled[i].tokens) << "request " << i;
+    std::vector<TokenLogprobs> a, b;
+    for (const RequestOutput& o : drawn[i].outputs) a.insert(a.end(), o.logprobs.begin(), o.logprobs.end());
+    for (const RequestOutput& o : sampled[i].outputs) b.insert(b.end(), o.logprobs.begin(), o.logprobs.end());
+    ASSERT_EQ(a.size(), b.size()) << "request " << i;
+    EXPECT_EQ(a.empty(), i % 4 != 0) << "request " << i;
+    for (size_t t = 0; t < a.size(); ++t) {
+      EXPECT_TRUE(near(a[t].logprob, b[t].logprob)) << "request " << i << ", token " << t;
+      ASSERT_EQ(a[t].top.size(), b[t].top.size()) << "request " << i;
+      for (size_t j = 0; j < a[t].top.size(); ++j) {
+        EXPECT_EQ(a[t].top[j].token, b[t].top[j].token) << "request " << i << ", token " << t;
+        EXPECT_TRUE(near(a[t].top[j].logprob, b[t].top[j].logprob)) << "request " << i << ", token " << t;
+      }
+    }
   }
 }
 

@@ -3,10 +3,12 @@
 // token the sampler itself takes, draw for draw: over vocabularies of 1 to 49152, every
 // mix of temperature, top-k, top-p, min-p, logit bias and the three penalties (their
 // histories growing as tokens are accepted), and rows left to the host, which the
-// sampler then takes with the uniform device_sampling took. Sampler::samples_on_device
-// admits the requests whose token can be so chosen.
+// sampler then takes with the uniform device_sampling took; with log-probabilities asked,
+// sample_row's report is the sampler's. Sampler::samples_on_device admits the requests
+// whose token can be so chosen.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -60,7 +62,17 @@ int expect_same_tokens(const SamplingParams& params, int32_t n, int steps, float
     adjustments.resize(1);
     const RowSampling row = device.device_sampling(adjustments);
     EXPECT_EQ(row.first_adjustment, 1) << what;
-    int32_t token = sample_row(logits, row, std::span<const LogitAdjustment>(adjustments).subspan(1), candidates, weights);
+    RowLogprobs report;
+    int32_t token = sample_row(logits, row, std::span<const LogitAdjustment>(adjustments).subspan(1), candidates, weights,
+                               kRowSamplingCapacity, &report);
+    if (token != kLeftToHost && params.logprobs) {
+      EXPECT_EQ(report.chosen, sampled->logprob) << what << ", step " << step;
+      EXPECT_EQ(report.n_top, params.top_logprobs) << what;
+      for (int32_t j = 0; j < report.n_top && static_cast<size_t>(j) < sampled->top.size(); ++j) {
+        EXPECT_EQ(report.top[j].token, sampled->top[static_cast<size_t>(j)].token) << what << ", step " << step;
+        EXPECT_EQ(report.top[j].logprob, sampled->top[static_cast<size_t>(j)].logprob) << what << ", step " << step;
+      }
+    }
     if (token == kLeftToHost) {
       ++left;
       Expected<SampledToken> fallback = device.sample(logits);
@@ -90,6 +102,7 @@ TEST(DeviceSampling, SampleRowIsTheSamplersTokenForEveryStage) {
       if (c % 5 == 3) p.presence_penalty = 0.7f;
       if (c % 7 == 4) p.frequency_penalty = -0.4f;
       if (n == 1 && !p.logit_bias.empty()) p.logit_bias.resize(1);
+      if (c % 4 == 3) p.logprobs = true, p.top_logprobs = std::min(n, c % 9);
       expect_same_tokens(p, n, 40, 3.0f, "n " + std::to_string(n) + ", case " + std::to_string(c));
       ++cases;
     }
@@ -135,10 +148,10 @@ TEST(DeviceSampling, SamplesOnDeviceAdmitsWhatOnlyTheTokenNeeds) {
   EXPECT_TRUE(on_device(p)) << "every stage";
   p = plain, p.logit_bias = {{3, 1.0f}, {3, 2.0f}};
   EXPECT_FALSE(on_device(p)) << "a token biased twice";
-  p = plain, p.logprobs = true;
-  EXPECT_FALSE(on_device(p)) << "log-probabilities";
-  p = plain, p.top_logprobs = 2;
-  EXPECT_FALSE(on_device(p)) << "top log-probabilities";
+  p = plain, p.logprobs = true, p.top_logprobs = kMaxDeviceTopLogprobs;
+  EXPECT_TRUE(on_device(p)) << "log-probabilities";
+  p = plain, p.top_logprobs = kMaxDeviceTopLogprobs + 1;
+  EXPECT_FALSE(on_device(p)) << "more top log-probabilities than a row reports";
 }
 
 TEST(DeviceSampling, DeviceSamplingGivesEachTokenOnceInTheSamplersOrderOfOperations) {

@@ -171,8 +171,10 @@ class CpuBackend final : public Backend {
     timed([&] { return cpu::argmax_rows(pool_, x, ids); }, [] { return std::string("argmax_rows"); });
   }
   void sample_rows(const TensorView& x, std::span<const RowSampling> rows,
-                   std::span<const LogitAdjustment> adjustments, const TensorView& ids) override {
-    timed([&] { return cpu::sample_rows(pool_, x, rows, adjustments, ids); }, [] { return std::string("sample_rows"); });
+                   std::span<const LogitAdjustment> adjustments, const TensorView& ids,
+                   const TensorView& logprobs) override {
+    timed([&] { return cpu::sample_rows(pool_, x, rows, adjustments, ids, logprobs); },
+          [] { return std::string("sample_rows"); });
   }
   void attention(const TensorView& q, const TensorView& k, const TensorView& v, KvStorage& kv,
                  int32_t layer, const AttentionBatch& batch, float scale, const TensorView& out) override {

@@ -147,7 +147,8 @@ class CudaBackend final : public Backend {
   void gelu(const TensorView& x) override;
   void argmax_rows(const TensorView& x, const TensorView& ids) override;
   void sample_rows(const TensorView& x, std::span<const RowSampling> rows,
-                   std::span<const LogitAdjustment> adjustments, const TensorView& ids) override;
+                   std::span<const LogitAdjustment> adjustments, const TensorView& ids,
+                   const TensorView& logprobs) override;
   void attention(const TensorView& q, const TensorView& k, const TensorView& v, KvStorage& kv,
                  int32_t layer, const AttentionBatch& batch, float scale,
                  const TensorView& out) override;

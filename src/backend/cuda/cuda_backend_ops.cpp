@@ -9,6 +9,7 @@
 #include "backend/cuda/cuda_backend_class.h"
 #include "backend/cuda/kv_storage_cuda.h"
 #include "backend/cuda/ops.h"
+#include "backend/logprobs_view.h"
 
 namespace pagoda::backend::cuda {
 
@@ -147,13 +148,15 @@ void CudaBackend::argmax_rows(const TensorView& x, const TensorView& ids) {
 }
 
 void CudaBackend::sample_rows(const TensorView& x, std::span<const RowSampling> rows,
-                              std::span<const LogitAdjustment> adjustments, const TensorView& ids) {
+                              std::span<const LogitAdjustment> adjustments, const TensorView& ids,
+                              const TensorView& logprobs) {
   if (!ready()) return;
   if (static_cast<int64_t>(rows.size()) != x.n_rows()) {
     return note(invalid_argument("sample_rows: needs one sampling per row (" + std::to_string(rows.size()) + " for " +
                                  std::to_string(x.n_rows()) + " rows)"));
   }
   if (Status checked = check_row_samplings(rows, adjustments, x.ne[0]); !checked.ok()) return note(std::move(checked));
+  if (Status checked = check_logprobs_view(rows, logprobs); !checked.ok()) return note(std::move(checked));
   Expected<const RowSampling*> staged_rows = staging_.stage(rows);
   if (!staged_rows.ok()) return note(staged_rows.status());
   Expected<const LogitAdjustment*> staged_adjustments = staging_.stage(adjustments);
@@ -162,9 +165,11 @@ void CudaBackend::sample_rows(const TensorView& x, std::span<const RowSampling> 
   const LogitAdjustment* device_adjustments = *staged_adjustments;
   const bool any_adjustment =
       std::any_of(rows.begin(), rows.end(), [](const RowSampling& r) { return r.n_adjustments > 0; });
+  const bool any_logprobs = std::any_of(rows.begin(), rows.end(), [](const RowSampling& r) { return r.logprobs; });
+  auto* reports = any_logprobs ? static_cast<RowLogprobs*>(logprobs.data) : nullptr;
   run_op(
-      LaunchKey(kSampleRows).add(x).add(device_rows).add(device_adjustments).add(any_adjustment).add(ids),
-      [=, this] { return cuda::sample_rows(ctx_, x, device_rows, device_adjustments, any_adjustment, ids); },
+      LaunchKey(kSampleRows).add(x).add(device_rows).add(device_adjustments).add(any_adjustment).add(ids).add(reports),
+      [=, this] { return cuda::sample_rows(ctx_, x, device_rows, device_adjustments, any_adjustment, ids, reports); },
       [] { return std::string("sample_rows"); });
 }
 

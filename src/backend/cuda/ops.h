@@ -62,9 +62,11 @@ Status gelu(const Context& ctx, const TensorView& x);
 Status argmax_rows(const Context& ctx, const TensorView& x, const TensorView& ids);
 // Backend::sample_rows (sample_rows.cu); rows: device [x's rows], adjustments: device
 // copies of what they index, both checked by the backend; any_adjustment: whether a row
-// has one (their adjusted logits then take workspace).
+// has one (their adjusted logits then take workspace); logprobs: device [x's rows], or
+// null when no row asks for them.
 Status sample_rows(const Context& ctx, const TensorView& x, const RowSampling* rows,
-                   const LogitAdjustment* adjustments, bool any_adjustment, const TensorView& ids);
+                   const LogitAdjustment* adjustments, bool any_adjustment, const TensorView& ids,
+                   RowLogprobs* logprobs);
 
 // --- attention --------------------------------------------------------------------
 // One layer's KV storage: K and V, each ne = {n_kv_heads * head_dim, block_size *

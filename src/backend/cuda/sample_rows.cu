@@ -41,6 +41,7 @@ struct SampleRowsArgs {
   float* adjusted;                      // [rows of the launch][n] scratch, or null when no row adjusts
   int64_t row_begin;                    // the launch's first row
   int32_t* ids;                         // [rows of the op]
+  RowLogprobs* logprobs;                // [rows of the op], or null when no row asks
 };
 
 struct RowScratch {
@@ -179,54 +180,96 @@ __device__ int32_t truncated_token(const float* row, int64_t n, float max, const
   return threadIdx.x == 0 ? unpack_item(s.items[index], id_ordered).token : 0;
 }
 
-__global__ void __launch_bounds__(kThreads) sample_rows_kernel(SampleRowsArgs a) {
-  __shared__ RowScratch s;
-  const int64_t r = a.row_begin + blockIdx.x;
-  const RowSampling sampling = a.rows[r];
-  const float* row = a.x.row(r);
+// Whether any of row[0, n) is a NaN or +inf, for every thread.
+__device__ bool any_nan_or_inf(const float* row, int64_t n) {
+  bool bad = false;
+  for (int64_t i = threadIdx.x; i < n; i += kThreads) bad = bad || isnan(row[i]) || row[i] == INFINITY;
+  return __syncthreads_or(bad ? 1 : 0) != 0;
+}
+
+// The row's token (sample_row's choice), for thread 0. raw: the row's logits.
+__device__ int32_t row_token(const SampleRowsArgs& a, const RowSampling& sampling, const float* raw, RowScratch& s) {
   const int64_t n = a.n;
   const bool truncating = (sampling.top_k > 0 && sampling.top_k < n) || sampling.top_p < 1.0f ||
                           sampling.log_min_p > -INFINITY;
+  const float scale = sampling.temperature > 0.0f ? __fdiv_rn(1.0f, sampling.temperature) : 0.0f;
   if (sampling.n_adjustments == 0 && !truncating) {  // as sample_row: greedy_token or draw_token
-    const RowBest best = row_best<kThreads>(row, n, s.warp_best);
-    const int32_t greedy = greedy_of(row, best);
-    if (sampling.temperature == 0.0f || greedy < 0) {
-      if (threadIdx.x == 0) a.ids[r] = greedy;
-      return;  // the whole block
-    }
-    const int64_t index = draw_in_row<kThreads>(row, n, best.value, __fdiv_rn(1.0f, sampling.temperature),
-                                                sampling.uniform, s.warp_sums, &s.crossing, &s.uncertain);
-    if (threadIdx.x == 0) a.ids[r] = static_cast<int32_t>(index);
-    return;
+    const RowBest best = row_best<kThreads>(raw, n, s.warp_best);
+    const int32_t greedy = greedy_of(raw, best);
+    if (sampling.temperature == 0.0f || greedy < 0) return greedy;
+    return static_cast<int32_t>(
+        draw_in_row<kThreads>(raw, n, best.value, scale, sampling.uniform, s.warp_sums, &s.crossing, &s.uncertain));
   }
+  const float* row = raw;
   if (sampling.n_adjustments > 0) {
     float* out = a.adjusted + static_cast<int64_t>(blockIdx.x) * n;
-    for (int64_t i = threadIdx.x; i < n; i += kThreads) out[i] = row[i];
+    for (int64_t i = threadIdx.x; i < n; i += kThreads) out[i] = raw[i];
     __syncthreads();
     const LogitAdjustment* list = a.adjustments + sampling.first_adjustment;
     for (int j = static_cast<int>(threadIdx.x); j < sampling.n_adjustments; j += kThreads) {
-      out[list[j].token] = adjusted(row[list[j].token], list[j], sampling.repetition_penalty);
+      out[list[j].token] = adjusted(raw[list[j].token], list[j], sampling.repetition_penalty);
     }
     __syncthreads();
     row = out;
   }
-  bool bad = false;
-  for (int64_t i = threadIdx.x; i < n; i += kThreads) bad = bad || isnan(row[i]) || row[i] == INFINITY;
-  if (__syncthreads_or(bad ? 1 : 0) != 0) {
-    if (threadIdx.x == 0) a.ids[r] = kLeftToHost;
-    return;
-  }
+  if (any_nan_or_inf(row, n)) return kLeftToHost;
   const RowBest best = row_best<kThreads>(row, n, s.warp_best);
-  int32_t token = -1;
-  if (!(best.value > -INFINITY)) {
-    token = -1;
-  } else if (sampling.temperature == 0.0f) {
-    token = static_cast<int32_t>(best.index);
-  } else if (!truncating) {
-    token = static_cast<int32_t>(draw_in_row<kThreads>(row, n, best.value, __fdiv_rn(1.0f, sampling.temperature),
-                                                       sampling.uniform, s.warp_sums, &s.crossing, &s.uncertain));
-  } else {
-    token = truncated_token(row, n, best.value, sampling, s);
+  if (!(best.value > -INFINITY)) return -1;
+  if (sampling.temperature == 0.0f) return static_cast<int32_t>(best.index);
+  if (!truncating) {
+    return static_cast<int32_t>(
+        draw_in_row<kThreads>(row, n, best.value, scale, sampling.uniform, s.warp_sums, &s.crossing, &s.uncertain));
+  }
+  return truncated_token(row, n, best.value, sampling, s);
+}
+
+// LogSoftmax's log-probabilities of the raw logits (sampling/logprobs.h): of `token` and
+// of the `top` most likely, to `out` by thread 0. The normalizer's sum is taken in
+// parallel (LogSoftmax sums in a fixed order): the values agree with the host's to
+// about 1e-13 before their rounding to float. Returns false (every thread) when the top
+// list does not fit the shared list: the host then takes the row.
+__device__ bool report_logprobs(const float* raw, int64_t n, int32_t token, int32_t top, RowScratch& s,
+                                RowLogprobs* out) {
+  const RowBest best = row_best<kThreads>(raw, n, s.warp_best);
+  const float max = best.value;
+  double mine = 0.0;
+  for (int64_t i = threadIdx.x; i < n; i += kThreads) mine += static_cast<double>(weight(raw[i], max, 1.0f));
+  const double log_denominator = log(block_sum(mine, s.warp_sums));
+  const auto logprob = [=](float v) {
+    return static_cast<float>(static_cast<double>(v) - static_cast<double>(max) - log_denominator);
+  };
+  if (top > 0) {
+    choose_head<kThreads>(raw, n, max, true, top, 0.0, s.counts, s.masses, &s.head);
+    if (s.head.levels < 0) return false;
+    const HeadChoice head = s.head;
+    gather_list<kThreads>(
+        raw, n, [head, max](float v) { return in_head(digits_of(v, max), head.head, head.levels); }, false, s.items,
+        &s.filled);
+    if (s.filled > kRowSamplingCapacity) return false;
+    sort_list<kThreads>(s.items, s.filled);
+  }
+  if (threadIdx.x == 0) {
+    out->chosen = logprob(raw[token]);
+    out->n_top = top;
+    for (int j = 0; j < top; ++j) {
+      const ListItem item = unpack_item(s.items[j], false);
+      out->top[j] = TokenLogprob{item.token, logprob(item.value)};
+    }
+  }
+  return true;
+}
+
+__global__ void __launch_bounds__(kThreads) sample_rows_kernel(SampleRowsArgs a) {
+  __shared__ RowScratch s;
+  const int64_t r = a.row_begin + blockIdx.x;
+  const RowSampling sampling = a.rows[r];
+  const float* raw = a.x.row(r);
+  // Log-probabilities of a row with a NaN or +inf are the host's to give.
+  const bool left = sampling.logprobs && any_nan_or_inf(raw, a.n);
+  int32_t token = left ? kLeftToHost : row_token(a, sampling, raw, s);
+  if (sampling.logprobs && !left) {
+    token = from_thread0(token, &s.list_size);
+    if (token >= 0 && !report_logprobs(raw, a.n, token, sampling.top_logprobs, s, a.logprobs + r)) token = kLeftToHost;
   }
   if (threadIdx.x == 0) a.ids[r] = token;
 }
@@ -234,14 +277,15 @@ __global__ void __launch_bounds__(kThreads) sample_rows_kernel(SampleRowsArgs a)
 }  // namespace
 
 Status sample_rows(const Context& ctx, const TensorView& x, const RowSampling* rows,
-                   const LogitAdjustment* adjustments, bool any_adjustment, const TensorView& ids) {
+                   const LogitAdjustment* adjustments, bool any_adjustment, const TensorView& ids,
+                   RowLogprobs* logprobs) {
   const int64_t n_rows = x.n_rows();
   if (!is_f32_rows(x) || x.ne[0] <= 0 || n_rows > INT32_MAX || ids.data == nullptr || ids.type != DType::I32 ||
       ids.ne[0] != n_rows || ids.n_rows() != 1 || (n_rows > 0 && rows == nullptr)) {
     return invalid_argument("sample_rows: needs f32 rows, one sampling and one I32 id per row");
   }
   if (n_rows == 0) return {};
-  SampleRowsArgs a{rows_of(x), x.ne[0], rows, adjustments, nullptr, 0, static_cast<int32_t*>(ids.data)};
+  SampleRowsArgs a{rows_of(x), x.ne[0], rows, adjustments, nullptr, 0, static_cast<int32_t*>(ids.data), logprobs};
   int64_t piece = n_rows;
   ScratchScope scope(*ctx.workspace);
   if (any_adjustment) {  // adjusted rows, as many at a time as the workspace holds

@@ -7,10 +7,12 @@
 // penalties, and truncated ones: top-k, top-p and min-p alone and together, over peaked
 // and flat logits, ties, -0 beside +0, a top-p target that lands exactly on a running sum
 // (the exact sum's path), heads past the capacity, and NaN or +inf after the adjustments
-// (left to the host by both).
+// (left to the host by both). A third of the rows report log-probabilities: the same top
+// tokens, values within a float's rounding of the host's.
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -127,6 +129,10 @@ Rows make_rows(int64_t n) {
       s.temperature = 1.0f;
     }
     if (kind == 15) s.top_k = 3, s.top_p = 0.9f, s.log_min_p = std::log(0.3f);
+    if (r % 3 == 0) {  // a third of the rows report log-probabilities
+      s.logprobs = true;
+      s.top_logprobs = static_cast<int32_t>(std::min<int64_t>(n, r % 21));
+    }
   }
   return t;
 }
@@ -140,18 +146,42 @@ TEST(CudaSampleRows, MatchesTheCpuOnEveryRow) {
     cuda_testing::DeviceTensor logits = cuda_testing::allocate(*gpu, n, t.rows);
     ASSERT_NE(logits.buffer, nullptr);
     gpu->copy_from_host(t.logits.data(), logits.whole());
-    const std::vector<int32_t> got = cuda_testing::ids_from(
-        *gpu, t.rows, [&](const TensorView& ids) { gpu->sample_rows(logits.view, t.samplings, t.adjustments, ids); });
+    Expected<std::unique_ptr<Buffer>> report_memory = gpu->allocate(static_cast<size_t>(t.rows) * sizeof(RowLogprobs));
+    ASSERT_TRUE(report_memory.ok());
+    const TensorView reports_view = make_view((*report_memory)->data(), DType::I32, kRowLogprobsWords, t.rows);
+    const auto run = [&](const TensorView& ids) {
+      gpu->sample_rows(logits.view, t.samplings, t.adjustments, ids, reports_view);
+    };
+    const std::vector<int32_t> got = cuda_testing::ids_from(*gpu, t.rows, run);
     ASSERT_EQ(got.size(), static_cast<size_t>(t.rows));
+    std::vector<RowLogprobs> reports(static_cast<size_t>(t.rows));
+    gpu->copy_to_host(reports_view, reports.data());
+    gpu->synchronize();
+    ASSERT_TRUE(gpu->take_error().ok());
     std::vector<int32_t> expected;
+    std::vector<RowLogprobs> expected_reports(static_cast<size_t>(t.rows));
     std::vector<Candidate> candidates(static_cast<size_t>(n));
     std::vector<float> weights(static_cast<size_t>(n));
     for (const RowSampling& s : t.samplings) {
       const std::span<const LogitAdjustment> own =
           std::span<const LogitAdjustment>(t.adjustments).subspan(s.first_adjustment, s.n_adjustments);
-      expected.push_back(sample_row(std::span<const float>(&t.at(static_cast<int64_t>(expected.size()), 0),
-                                                           static_cast<size_t>(n)),
-                                    s, own, candidates, weights));
+      const auto r = static_cast<int64_t>(expected.size());
+      expected.push_back(sample_row(std::span<const float>(&t.at(r, 0), static_cast<size_t>(n)), s, own, candidates,
+                                    weights, kRowSamplingCapacity, &expected_reports[static_cast<size_t>(r)]));
+    }
+    // Log-probabilities: the same tokens on top, and values within a float's rounding
+    // of the host's (the normalizer's sum is taken in another order).
+    for (int64_t r = 0; r < t.rows; ++r) {
+      const RowSampling& s = t.samplings[static_cast<size_t>(r)];
+      if (!s.logprobs || expected[static_cast<size_t>(r)] < 0) continue;
+      const RowLogprobs& a = reports[static_cast<size_t>(r)], &b = expected_reports[static_cast<size_t>(r)];
+      const auto near = [](float x, float y) { return x == y || std::fabs(x - y) <= 1e-6f + 1e-6f * std::fabs(y); };
+      EXPECT_TRUE(near(a.chosen, b.chosen)) << "n " << n << ", row " << r << ": " << a.chosen << " vs " << b.chosen;
+      ASSERT_EQ(a.n_top, b.n_top) << "n " << n << ", row " << r;
+      for (int32_t j = 0; j < a.n_top; ++j) {
+        EXPECT_EQ(a.top[j].token, b.top[j].token) << "n " << n << ", row " << r << ", top " << j;
+        EXPECT_TRUE(near(a.top[j].logprob, b.top[j].logprob)) << "n " << n << ", row " << r << ", top " << j;
+      }
     }
     for (int64_t r = 0; r < t.rows; ++r) {
       EXPECT_EQ(got[static_cast<size_t>(r)], expected[static_cast<size_t>(r)]) << "n " << n << ", row " << r;
@@ -159,8 +189,7 @@ TEST(CudaSampleRows, MatchesTheCpuOnEveryRow) {
     EXPECT_EQ(got[1], -1);
     EXPECT_EQ(got[2], -1);
     // The logits are left as they were: the same ids again.
-    const std::vector<int32_t> again = cuda_testing::ids_from(
-        *gpu, t.rows, [&](const TensorView& ids) { gpu->sample_rows(logits.view, t.samplings, t.adjustments, ids); });
+    const std::vector<int32_t> again = cuda_testing::ids_from(*gpu, t.rows, run);
     EXPECT_EQ(again, got) << "n " << n;
   }
 }
@@ -175,11 +204,14 @@ TEST(CudaSampleRows, RefusesRowsItCannotTake) {
   rows[1].top_p = 2.0f;
   Expected<std::unique_ptr<Buffer>> ids = gpu->allocate(2 * sizeof(int32_t));
   ASSERT_TRUE(ids.ok());
-  gpu->sample_rows(logits.view, rows, {}, make_view((*ids)->data(), DType::I32, 2));
+  gpu->sample_rows(logits.view, rows, {}, make_view((*ids)->data(), DType::I32, 2), TensorView{});
   EXPECT_FALSE(gpu->take_error().ok()) << "top-p above 1";
   rows[1] = RowSampling{.temperature = 1.0f, .uniform = 0.5, .first_adjustment = 0, .n_adjustments = 1};
-  gpu->sample_rows(logits.view, rows, {}, make_view((*ids)->data(), DType::I32, 2));
+  gpu->sample_rows(logits.view, rows, {}, make_view((*ids)->data(), DType::I32, 2), TensorView{});
   EXPECT_FALSE(gpu->take_error().ok()) << "adjustments past the list";
+  rows[1] = RowSampling{.temperature = 1.0f, .uniform = 0.5, .logprobs = true};
+  gpu->sample_rows(logits.view, rows, {}, make_view((*ids)->data(), DType::I32, 2), TensorView{});
+  EXPECT_FALSE(gpu->take_error().ok()) << "log-probabilities asked with nowhere to write them";
 }
 
 }  // namespace

@@ -64,7 +64,7 @@ Status gelu(ThreadPool& pool, const TensorView& x);
 Status argmax_rows(ThreadPool& pool, const TensorView& x, const TensorView& ids);
 // ids[i] = sample_row of row i of x with rows[i] (Backend::sample_rows).
 Status sample_rows(ThreadPool& pool, const TensorView& x, std::span<const RowSampling> rows,
-                   std::span<const LogitAdjustment> adjustments, const TensorView& ids);
+                   std::span<const LogitAdjustment> adjustments, const TensorView& ids, const TensorView& logprobs);
 
 // Shared checks.
 bool same_shape(const TensorView& a, const TensorView& b);

@@ -6,6 +6,7 @@
 
 #include "backend/cpu/ops/ops.h"
 #include "backend/cpu/ops/rows.h"
+#include "backend/logprobs_view.h"
 #include "core/argmax.h"
 #include "sampling/row_sampling.h"
 
@@ -30,11 +31,13 @@ Status argmax_rows(ThreadPool& pool, const TensorView& x, const TensorView& ids)
 }
 
 Status sample_rows(ThreadPool& pool, const TensorView& x, std::span<const RowSampling> rows,
-                   std::span<const LogitAdjustment> adjustments, const TensorView& ids) {
+                   std::span<const LogitAdjustment> adjustments, const TensorView& ids, const TensorView& logprobs) {
   if (!ids_fit(x, ids) || static_cast<int64_t>(rows.size()) != x.n_rows()) {
     return invalid_argument("sample_rows: needs f32 rows, one sampling and one I32 id per row");
   }
   PAGODA_TRY(check_row_samplings(rows, adjustments, x.ne[0]));
+  PAGODA_TRY(check_logprobs_view(rows, logprobs));
+  auto* reports = static_cast<RowLogprobs*>(logprobs.data);
   const auto n = static_cast<size_t>(x.ne[0]);
   int32_t* out = static_cast<int32_t*>(ids.data);
   // One row a task: a draw reads its whole row at least twice (the weights, then their
@@ -48,7 +51,7 @@ Status sample_rows(ThreadPool& pool, const TensorView& x, std::span<const RowSam
     out[r] = sample_row(std::span<const float>(row_at<const float>(x, r), n), row,
                         adjustments.subspan(static_cast<size_t>(row.first_adjustment),
                                             static_cast<size_t>(row.n_adjustments)),
-                        candidates, weights, /*capacity=*/INT64_MAX);
+                        candidates, weights, /*capacity=*/INT64_MAX, row.logprobs ? reports + r : nullptr);
   });
   return {};
 }

@@ -1,11 +1,11 @@
-#include "engine/logprobs.h"
+#include "sampling/logprobs.h"
 
 #include <algorithm>
 #include <cmath>
 
 #include "core/exp_sum.h"
 
-namespace pagoda::engine {
+namespace pagoda {
 namespace {
 
 // Higher log-probability first, then lower token id.
@@ -49,4 +49,4 @@ void LogSoftmax::top(std::span<TokenLogprob> out) const {
   for (size_t i = 0; i < filled; ++i) out[i].logprob = (*this)(out[i].token);
 }
 
-}  // namespace pagoda::engine
+}  // namespace pagoda

@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <span>
 
-namespace pagoda::engine {
+namespace pagoda {
 
 struct TokenLogprob {
   int32_t token = 0;
@@ -31,4 +31,4 @@ class LogSoftmax {
   double log_denominator_ = 0.0;  // log(sum_j exp(logits[j] - max))
 };
 
-}  // namespace pagoda::engine
+}  // namespace pagoda
