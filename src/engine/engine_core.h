@@ -166,14 +166,21 @@ class EngineCore {
   // Per-step scratch, capacity kept between steps.
   std::vector<RunnerSequence> sequences_;    // [scheduled]
   std::vector<LogitAdjustment> adjustments_;  // the sequences' adjustments, which they view
+  std::vector<RowSampling> row_samplings_;    // the sequences' rows chosen on the device, which they view
+  // Where sequence k's rows and adjustments lie in those two while they grow.
+  struct DeviceRowsAt {
+    size_t rows = 0, n_rows = 0, adjustments = 0, n_adjustments = 0;
+  };
+  std::vector<DeviceRowsAt> device_rows_at_;  // [scheduled]
   // One request of the step that samples: its logits, and how its sampling went.
   struct Sampling {
     Request* request;
     std::span<const float> logits;   // [1 + drafts.size()][n_vocab]
     std::span<const int32_t> drafts;  // the proposals it verifies
     std::span<const float> draft_probs;  // [drafts.size()][n_vocab] for drawn proposals, or empty
-    std::optional<int32_t> device_token;  // its token, chosen with the logits (token_on_device)
-    const RowLogprobs* device_logprobs;   // and their log-probabilities, where it asked
+    bool on_device;                       // its tokens chosen with the logits (token_on_device):
+    std::span<const int32_t> device_tokens;        // one a row
+    std::span<const RowLogprobs> device_logprobs;  // and their log-probabilities, where the step asked
     Status status;
   };
   std::vector<Sampling> samplings_;          // [sampling requests]

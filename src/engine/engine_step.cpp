@@ -24,6 +24,8 @@ double seconds_between(Clock::time_point start, Clock::time_point end) {
 void EngineCore::gather_sequences(const SchedulerOutput& plan) {
   sequences_.clear();
   adjustments_.clear();
+  row_samplings_.clear();
+  device_rows_at_.clear();
   for (const ScheduledRequest& scheduled : plan.scheduled) {
     Request* request = scheduler_.find(scheduled.id);
     RunnerSequence sequence;
@@ -37,25 +39,35 @@ void EngineCore::gather_sequences(const SchedulerOutput& plan) {
                                   .first(static_cast<size_t>(scheduled.n_draft_tokens));
     }
     sequence.block_table = kv_.block_table(scheduled.id);
-    sequence.token_on_device = config_.tokens_on_device && scheduled.samples && scheduled.n_draft_tokens == 0 &&
-                               request != nullptr && request->processor &&
-                               request->processor->token_on_device_suffices();
-    // A draw's uniform is taken now, the one sample() would take after the pass.
+    // Proposals a draft model drew keep their verification on the host (its rejection
+    // rule reads whole distributions).
+    const bool drawn_proposals = request != nullptr && scheduled.n_draft_tokens > 0 && !request->draft_probs.empty();
+    sequence.token_on_device = config_.tokens_on_device && scheduled.samples && request != nullptr &&
+                               request->processor && !drawn_proposals &&
+                               request->processor->token_on_device_suffices(scheduled.n_draft_tokens);
+    DeviceRowsAt at;
     if (sequence.token_on_device) {
-      const size_t before = adjustments_.size();
-      sequence.sampling = request->processor->device_sampling(adjustments_);
-      if (adjustments_.size() > kMaxStepAdjustments) {  // its token on the host, with the uniform taken
-        adjustments_.resize(before);
+      at.rows = row_samplings_.size();
+      at.adjustments = adjustments_.size();
+      row_samplings_.resize(at.rows + static_cast<size_t>(sequence.n_logit_rows));
+      // A draw's uniforms are taken now, those sample() would take after the pass.
+      request->processor->device_sampling(adjustments_, std::span<RowSampling>(row_samplings_).subspan(at.rows));
+      if (adjustments_.size() > kMaxStepAdjustments) {  // its tokens on the host, with the uniforms taken
+        adjustments_.resize(at.adjustments);
+        row_samplings_.resize(at.rows);
         sequence.token_on_device = false;
+      } else {
+        at.n_rows = static_cast<size_t>(sequence.n_logit_rows);
+        at.n_adjustments = adjustments_.size() - at.adjustments;
       }
     }
+    device_rows_at_.push_back(at);
     sequences_.push_back(sequence);
   }
-  for (RunnerSequence& sequence : sequences_) {  // adjustments_ has stopped growing
-    if (!sequence.token_on_device) continue;
-    sequence.adjustments = std::span<const LogitAdjustment>(adjustments_)
-                               .subspan(static_cast<size_t>(sequence.sampling.first_adjustment),
-                                        static_cast<size_t>(sequence.sampling.n_adjustments));
+  for (size_t k = 0; k < sequences_.size(); ++k) {  // the vectors have stopped growing
+    const DeviceRowsAt& at = device_rows_at_[k];
+    sequences_[k].samplings = std::span<const RowSampling>(row_samplings_).subspan(at.rows, at.n_rows);
+    sequences_[k].adjustments = std::span<const LogitAdjustment>(adjustments_).subspan(at.adjustments, at.n_adjustments);
   }
 }
 
@@ -117,11 +129,12 @@ void EngineCore::process_logits(const SchedulerOutput& plan, const StepLogits& l
     const int32_t n_rows = scheduled.n_draft_tokens + 1;
     const std::span<const float> request_logits = logits.rows(row, n_rows);
     // sequences_[k] is this request's (gather_sequences, same order).
-    // A token left to the host is sampled from the row's logits, which the pass delivered.
-    const std::optional<int32_t> device_token =
-        sequences_[k].token_on_device && logits.device_token(row) != kLeftToHost
-            ? std::optional<int32_t>(logits.device_token(row))
-            : std::nullopt;
+    // Tokens chosen with the logits (a token left to the host is sampled from its row's
+    // logits, which the pass delivered).
+    const bool on_device = sequences_[k].token_on_device;
+    const std::span<const int32_t> device_tokens = on_device ? logits.device_tokens(row, n_rows) : std::span<const int32_t>();
+    const std::span<const RowLogprobs> device_logprobs =
+        on_device ? logits.device_logprobs(row, n_rows) : std::span<const RowLogprobs>();
     row += n_rows;
     Request* request = scheduler_.find(scheduled.id);
     if (request == nullptr || !request->processor) continue;
@@ -132,16 +145,15 @@ void EngineCore::process_logits(const SchedulerOutput& plan, const StepLogits& l
         request->draft_probs.size() >= n_probs && !drafts.empty()
             ? std::span<const float>(request->draft_probs).first(n_probs)
             : std::span<const float>();
-    const RowLogprobs* device_logprobs = device_token ? logits.device_logprobs(row - n_rows) : nullptr;
-    samplings_.push_back({request, request_logits, drafts, draft_probs, device_token, device_logprobs, {}});
+    samplings_.push_back({request, request_logits, drafts, draft_probs, on_device, device_tokens, device_logprobs, {}});
   }
   // Each request's sampler on the backend's threads (drawing with a temperature from a
   // large vocabulary is a real share of a step when every request does), the rest in
   // order.
   backend_->run_host_tasks(static_cast<int64_t>(samplings_.size()), [this](int64_t i) {
     Sampling& s = samplings_[static_cast<size_t>(i)];
-    s.status = s.device_token ? s.request->processor->take_device_token(*s.device_token, s.device_logprobs)
-                              : s.request->processor->sample(s.logits, s.drafts, s.draft_probs);
+    s.status = s.on_device ? s.request->processor->take_device_tokens(s.device_tokens, s.drafts, s.device_logprobs, s.logits)
+                           : s.request->processor->sample(s.logits, s.drafts, s.draft_probs);
   });
   for (Sampling& s : samplings_) {
     const RequestId id = s.request->id;

@@ -85,6 +85,10 @@ Status ModelRunner::check(std::span<const RunnerSequence> sequences) const {
         return bad_step("a request of " + str(s.n_tokens) + " tokens wants logits for " +
                         str(s.n_logit_rows) + " rows");
       }
+      if (s.token_on_device && !s.samplings.empty() && static_cast<int64_t>(s.samplings.size()) != s.n_logit_rows) {
+        return bad_step("a request with " + str(s.n_logit_rows) + " logit rows has " +
+                        str(static_cast<int64_t>(s.samplings.size())) + " samplings");
+      }
       n_logit_rows += s.n_logit_rows;
     }
     const int64_t blocks_needed = (end + block_size_ - 1) / block_size_;
@@ -120,14 +124,14 @@ void ModelRunner::append(const RunnerSequence& s) {
   attention_.push_back(backend::SequenceAttention{query_start, s.n_tokens,
                                                   s.first_position + s.n_tokens, s.block_table});
   if (!s.samples) return;
-  for (int32_t row = s.n_tokens - s.n_logit_rows; row < s.n_tokens; ++row) {
+  const auto first_adjustment = static_cast<int32_t>(adjustments_.size());
+  if (s.token_on_device) adjustments_.insert(adjustments_.end(), s.adjustments.begin(), s.adjustments.end());
+  for (int32_t row = s.n_tokens - s.n_logit_rows, i = 0; row < s.n_tokens; ++row, ++i) {
     logit_rows_.push_back(query_start + row);
-    const bool on_device = s.token_on_device && s.n_logit_rows == 1;
-    token_on_device_.push_back(on_device ? 1 : 0);
-    RowSampling sampling = on_device ? s.sampling : RowSampling{};
-    sampling.first_adjustment = static_cast<int32_t>(adjustments_.size());
-    sampling.n_adjustments = on_device ? static_cast<int32_t>(s.adjustments.size()) : 0;
-    if (on_device) adjustments_.insert(adjustments_.end(), s.adjustments.begin(), s.adjustments.end());
+    token_on_device_.push_back(s.token_on_device ? 1 : 0);
+    RowSampling sampling = s.token_on_device && !s.samplings.empty() ? s.samplings[static_cast<size_t>(i)] : RowSampling{};
+    sampling.first_adjustment = first_adjustment;
+    sampling.n_adjustments = s.token_on_device ? static_cast<int32_t>(s.adjustments.size()) : 0;
     samplings_.push_back(sampling);
   }
 }

@@ -32,13 +32,13 @@ struct RunnerSequence {
   // Rows at the end of the sequence that need logits when it samples: 1, or one per
   // proposal it verifies and the one after them.
   int32_t n_logit_rows = 1;
-  // Its one logit row (n_logit_rows 1) needs only its token chosen where the logits
-  // are: the one `sampling` gives with `adjustments` (Backend::sample_rows; the default
-  // is the greedy token). The step's StepLogits::device_token gives it, and its logits
-  // may be left on the device unless that token is kLeftToHost.
+  // Its logit rows need only their tokens chosen where the logits are: those
+  // `samplings` gives with `adjustments` (Backend::sample_rows; none: each row's greedy
+  // token). The step's StepLogits::device_token gives them, and their logits may be left
+  // on the device unless that token is kLeftToHost.
   bool token_on_device = false;
-  RowSampling sampling = {};                         // its first_adjustment is not read
-  std::span<const LogitAdjustment> adjustments = {};  // the row's own
+  std::span<const RowSampling> samplings = {};        // [n_logit_rows] or empty; first_adjustment not read
+  std::span<const LogitAdjustment> adjustments = {};  // the rows' own, which all of them view
 };
 
 struct RunnerLimits {
@@ -72,10 +72,15 @@ class StepLogits {
   // (RunnerSequence::token_on_device), whose logits row(i) may not hold unless it is
   // kLeftToHost (the host's sampler is to take it).
   int32_t device_token(int32_t i) const { return device_tokens_[static_cast<size_t>(i)]; }
-  // The log-probabilities that came with row i's token, where its sampling asked for them
-  // (RowSampling::logprobs) and the token is not kLeftToHost; else null.
-  const RowLogprobs* device_logprobs(int32_t i) const {
-    return static_cast<size_t>(i) < device_logprobs_.size() ? &device_logprobs_[static_cast<size_t>(i)] : nullptr;
+  std::span<const int32_t> device_tokens(int32_t first, int32_t count) const {
+    return device_tokens_.subspan(static_cast<size_t>(first), static_cast<size_t>(count));
+  }
+  // The log-probabilities that came with rows [first, first + count)'s tokens, valid
+  // where their sampling asked for them (RowSampling::logprobs) and the token is not
+  // kLeftToHost; empty when no row of the step asked.
+  std::span<const RowLogprobs> device_logprobs(int32_t first, int32_t count) const {
+    if (device_logprobs_.empty()) return {};
+    return device_logprobs_.subspan(static_cast<size_t>(first), static_cast<size_t>(count));
   }
 
  private:

@@ -100,17 +100,32 @@ Status RequestProcessor::sample(std::span<const float> logits, std::span<const i
   return {};
 }
 
-Status RequestProcessor::take_device_token(int32_t token, const RowLogprobs* logprobs) {
+Status RequestProcessor::take_device_tokens(std::span<const int32_t> tokens, std::span<const int32_t> drafts,
+                                            std::span<const RowLogprobs> logprobs, std::span<const float> logits) {
   has_sampled_ = false;
   sampled_.clear();
-  if (token < 0) return Sampler::no_finite_logit();
-  SampledToken drawn;
-  drawn.token = token;
-  if (logprobs != nullptr && sampler_.reports_logprobs()) {
-    drawn.logprob = logprobs->chosen;
-    drawn.top = std::span<const TokenLogprob>(logprobs->top, static_cast<size_t>(logprobs->n_top));
+  const size_t n_rows = drafts.size() + 1;
+  if (tokens.size() != n_rows || logits.size() % n_rows != 0 || (!logprobs.empty() && logprobs.size() != n_rows)) {
+    return invalid_argument("request processor: " + std::to_string(tokens.size()) + " tokens for " +
+                            std::to_string(drafts.size()) + " proposals");
   }
-  PAGODA_TRY(keep(drawn));
+  const size_t n_vocab = logits.size() / n_rows;
+  for (size_t i = 0; i < n_rows; ++i) {
+    SampledToken drawn;
+    if (tokens[i] == kLeftToHost) {
+      PAGODA_ASSIGN_OR_RETURN(drawn, sampler_.sample(logits.subspan(i * n_vocab, n_vocab)));
+    } else {
+      if (tokens[i] < 0) return Sampler::no_finite_logit();
+      sampler_.took_device_token();
+      drawn.token = tokens[i];
+      if (!logprobs.empty() && sampler_.reports_logprobs()) {
+        drawn.logprob = logprobs[i].chosen;
+        drawn.top = std::span<const TokenLogprob>(logprobs[i].top, static_cast<size_t>(logprobs[i].n_top));
+      }
+    }
+    PAGODA_TRY(keep(drawn));
+    if (i == drafts.size() || drawn.token != drafts[i]) break;
+  }
   has_sampled_ = true;
   return {};
 }

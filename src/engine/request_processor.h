@@ -64,20 +64,27 @@ class RequestProcessor {
   // for draw as without speculation); p is the distribution sample() draws from.
   Status sample(std::span<const float> logits, std::span<const int32_t> drafts = {},
                 std::span<const float> draft_probs = {});
-  // Whether the next token may be chosen where the logits are (RunnerSequence::
-  // token_on_device): no grammar, and nothing the sampler reports beyond the token
-  // (Sampler::samples_on_device). device_sampling() then gives the row's sampling,
-  // appending its adjustments to `adjustments`, and takes the uniform a draw needs from
-  // the request's generator now (one per token, as sample() would after the pass).
-  bool token_on_device_suffices() const { return !grammar_ && sampler_.samples_on_device(); }
-  RowSampling device_sampling(std::vector<LogitAdjustment>& adjustments) {
-    return sampler_.device_sampling(adjustments);
+  // Whether the next token, and with `n_drafts` proposals the one after each, may be
+  // chosen where the logits are (RunnerSequence::token_on_device): no grammar, and what
+  // the sampler allows (Sampler::samples_on_device, verifies_on_device; proposals drawn
+  // by a draft model, whose rejection rule needs the whole distributions, are the
+  // caller's to keep on the host). device_sampling() then gives the rows, one a logit
+  // row, appending their adjustments to `adjustments`, with the uniforms a draw needs
+  // taken from the request's generator now (Sampler::device_sampling).
+  bool token_on_device_suffices(int32_t n_drafts = 0) const {
+    return !grammar_ && (n_drafts == 0 ? sampler_.samples_on_device() : sampler_.verifies_on_device());
   }
-  // sample() for such a request given the token chosen where the logits are (-1 for
-  // none, which fails as sample() does), with its log-probabilities where the request
-  // asks for them (`logprobs`, else ignored). A row left to the host (kLeftToHost) goes
-  // to sample() with its logits instead, which takes the uniform device_sampling() took.
-  Status take_device_token(int32_t token, const RowLogprobs* logprobs = nullptr);
+  void device_sampling(std::vector<LogitAdjustment>& adjustments, std::span<RowSampling> rows) {
+    sampler_.device_sampling(adjustments, rows);
+  }
+  // sample() for such a request given the tokens chosen where the logits are, one a row
+  // (-1 for none, which fails as sample() does), with their log-probabilities where the
+  // request asks for them (`logprobs`, one a row, or empty): verification takes row i
+  // while the token of row i - 1 equals proposal i - 1, as sample() does. A row left to
+  // the host (kLeftToHost) is sampled from its logits (`logits`: [rows][n_vocab], whose
+  // other rows need not hold anything), with the uniform device_sampling() took.
+  Status take_device_tokens(std::span<const int32_t> tokens, std::span<const int32_t> drafts,
+                            std::span<const RowLogprobs> logprobs, std::span<const float> logits);
   Expected<RequestOutput> emit(bool context_full);
   // emit() for every token sample() kept, in order, up to the first that finishes the
   // request. `context_room`: tokens the request may still gain before it holds

@@ -63,18 +63,18 @@ void Sampler::accept_prompt(std::span<const int32_t> tokens) {
 }
 
 void Sampler::accept(int32_t token) {
-  kept_uniform_.reset();
   penalties_.accept(token, /*generated=*/true);
 }
 
-RowSampling Sampler::device_sampling(std::vector<LogitAdjustment>& adjustments) {
+void Sampler::took_device_token() {
+  if (!params_.greedy() && !kept_uniforms_.empty()) kept_uniforms_.erase(kept_uniforms_.begin());
+}
+
+void Sampler::device_sampling(std::vector<LogitAdjustment>& adjustments, std::span<RowSampling> rows) {
   RowSampling row;
   row.first_adjustment = static_cast<int32_t>(adjustments.size());
   if (!params_.greedy()) {
     row.temperature = params_.temperature;
-    kept_uniform_.reset();
-    row.uniform = next_uniform();
-    kept_uniform_ = row.uniform;
     row.top_k = params_.top_k;
     row.top_p = params_.top_p;
     if (params_.min_p > 0.0f) row.log_min_p = std::log(params_.min_p);
@@ -110,7 +110,12 @@ RowSampling Sampler::device_sampling(std::vector<LogitAdjustment>& adjustments) 
     for (size_t i = first; i < adjustments.size(); ++i) adjustment_index_[static_cast<size_t>(adjustments[i].token)] = -1;
   }
   row.n_adjustments = static_cast<int32_t>(adjustments.size() - first);
-  return row;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    rows[i] = row;
+    if (params_.greedy()) continue;
+    while (kept_uniforms_.size() <= i) kept_uniforms_.push_back(fresh_uniform());
+    rows[i].uniform = kept_uniforms_[i];
+  }
 }
 
 CandidateList Sampler::prepare_candidates(std::span<const float> logits) {
@@ -188,11 +193,15 @@ std::optional<int32_t> Sampler::draw_from_logits(std::span<const float> logits) 
 }
 
 double Sampler::next_uniform() {
-  if (kept_uniform_) {
-    const double uniform = *kept_uniform_;
-    kept_uniform_.reset();
+  if (!kept_uniforms_.empty()) {
+    const double uniform = kept_uniforms_.front();
+    kept_uniforms_.erase(kept_uniforms_.begin());
     return uniform;
   }
+  return fresh_uniform();
+}
+
+double Sampler::fresh_uniform() {
   return static_cast<double>(rng_()) * 0x1p-32;
 }
 

@@ -65,12 +65,21 @@ class Sampler {
   bool samples_on_device() const { return samples_on_device_; }
   // Whether sample() reports log-probabilities (logprobs or top_logprobs asked).
   bool reports_logprobs() const { return params_.logprobs || params_.top_logprobs > 0; }
-  // The row that makes sample_rows give sample()'s token for the same logits (no mask):
-  // the stages' settings, the bias and penalties as adjustments appended to
-  // `adjustments` (each token once), and, when it draws, the next uniform of the
-  // generator, which is taken now and kept: should the backend leave the row to the
-  // host (kLeftToHost), the next sample() uses it; accept() forgets it.
-  RowSampling device_sampling(std::vector<LogitAdjustment>& adjustments);
+  // Whether the tokens after a request's proposals may be chosen there too (speculative
+  // decoding's verification, one row a proposal): samples_on_device(), and no penalty
+  // (which would change from row to row with the proposals before it).
+  bool verifies_on_device() const { return samples_on_device_ && !penalties_.enabled(); }
+  // The rows that make sample_rows give sample()'s tokens for the same logits (no mask):
+  // rows[0] for the next token, rows[i] for the one after proposal i - 1 (more rows than
+  // one only where verifies_on_device()). Their stages' settings; the bias and penalties
+  // as adjustments appended to `adjustments` (each token once), which every row views;
+  // and when drawing, the generator's next uniforms, one a row, taken now and kept in
+  // order: a token the device chose spends the first (took_device_token()), a sample()
+  // (a row left to the host) takes it as its own, and those of rows past the last token
+  // kept serve the next tokens, so the generator's numbers go to the tokens in the
+  // order sample() alone would give them.
+  void device_sampling(std::vector<LogitAdjustment>& adjustments, std::span<RowSampling> rows);
+  void took_device_token();
   float temperature() const { return params_.temperature; }
   // The error sample() gives when no token has a finite logit.
   static Status no_finite_logit();
@@ -83,9 +92,10 @@ class Sampler {
   // The logits with -inf where `allowed` bans, in masked_.
   std::span<const float> apply_mask(std::span<const float> logits,
                                     std::span<const uint32_t> allowed);
-  // In [0, 1), from 32 random bits: the same on every platform. The one
-  // device_sampling() took, if it is still kept.
+  // In [0, 1), from 32 random bits: the same on every platform. The first that
+  // device_sampling() took, if any is still kept.
   double next_uniform();
+  double fresh_uniform();  // the generator's next, past any kept
   // Temperature sampling with no bias, penalty or truncation: a draw from the softmax of
   // the logits as they are, weights by exp_sum (core/exp_sum.h) into weights_. nullopt
   // (nothing drawn) when no logit is finite or one is NaN.
@@ -102,7 +112,7 @@ class Sampler {
   std::vector<TokenLogprob> top_;      // [top_logprobs] scratch
   std::vector<float> masked_;          // [n_vocab] scratch, with a grammar: the logits, -inf where the mask bans
   bool samples_on_device_ = false;
-  std::optional<double> kept_uniform_;  // device_sampling()'s, until a token is accepted
+  std::vector<double> kept_uniforms_;  // device_sampling()'s not yet spent, in the generator's order
   // [n_vocab], all -1 between calls, once device_sampling() has run with an adjustment:
   // where a token's adjustment lies in the list being built
   std::vector<int32_t> adjustment_index_;

@@ -66,6 +66,11 @@ void expect_same_tokens(EngineConfig config, int32_t kv_blocks) {
   for (size_t i = 0; i < drawn.size(); ++i) {
     EXPECT_EQ(drawn[i].error, "") << "request " << i;
     EXPECT_EQ(drawn[i].tokens, sampled[i].tokens) << "request " << i;
+    ASSERT_FALSE(drawn[i].outputs.empty() || sampled[i].outputs.empty()) << "request " << i;
+    // Verification keeps the same proposals either way (speculating: the rows after
+    // proposals are chosen on the device too, for requests without penalties).
+    EXPECT_EQ(drawn[i].outputs.back().n_proposed_tokens, sampled[i].outputs.back().n_proposed_tokens) << i;
+    EXPECT_EQ(drawn[i].outputs.back().n_accepted_tokens, sampled[i].outputs.back().n_accepted_tokens) << i;
     std::vector<TokenLogprobs> a, b;
     for (const RequestOutput& o : drawn[i].outputs) a.insert(a.end(), o.logprobs.begin(), o.logprobs.end());
     for (const RequestOutput& o : sampled[i].outputs) b.insert(b.end(), o.logprobs.begin(), o.logprobs.end());

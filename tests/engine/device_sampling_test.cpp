@@ -60,7 +60,8 @@ int expect_same_tokens(const SamplingParams& params, int32_t n, int steps, float
     EXPECT_TRUE(sampled.ok()) << what << ": " << sampled.status().message();
     if (!sampled.ok()) return left;
     adjustments.resize(1);
-    const RowSampling row = device.device_sampling(adjustments);
+    RowSampling row;
+    device.device_sampling(adjustments, std::span<RowSampling>(&row, 1));
     EXPECT_EQ(row.first_adjustment, 1) << what;
     RowLogprobs report;
     int32_t token = sample_row(logits, row, std::span<const LogitAdjustment>(adjustments).subspan(1), candidates, weights,
@@ -78,6 +79,8 @@ int expect_same_tokens(const SamplingParams& params, int32_t n, int steps, float
       Expected<SampledToken> fallback = device.sample(logits);
       EXPECT_TRUE(fallback.ok()) << what;
       token = fallback.ok() ? fallback->token : -1;
+    } else {
+      device.took_device_token();
     }
     EXPECT_EQ(token, sampled->token) << what << ", step " << step;
     if (token != sampled->token) return left;
@@ -167,7 +170,8 @@ TEST(DeviceSampling, DeviceSamplingGivesEachTokenOnceInTheSamplersOrderOfOperati
   sampler.accept(7);                                            // window: 2 3 5 7; 7 generated once
   sampler.accept(7);                                            // window: 3 5 7 7; 7 twice
   std::vector<LogitAdjustment> adjustments;
-  const RowSampling row = sampler.device_sampling(adjustments);
+  RowSampling row;
+  sampler.device_sampling(adjustments, std::span<RowSampling>(&row, 1));
   EXPECT_EQ(row.temperature, 0.5f);
   EXPECT_EQ(row.top_k, 7);
   EXPECT_EQ(row.top_p, 0.8f);
@@ -189,6 +193,37 @@ TEST(DeviceSampling, DeviceSamplingGivesEachTokenOnceInTheSamplersOrderOfOperati
   // The uniform is the generator's next: a twin sampler draws the same one.
   Sampler twin = make_sampler(p, 20);
   EXPECT_EQ(row.uniform, twin.draw_uniform());
+}
+
+TEST(DeviceSampling, VerificationRowsTakeTheGeneratorsNumbersInTheOrderTokensUseThem) {
+  SamplingParams p;
+  p.temperature = 0.8f, p.top_k = 30, p.seed = 31;
+  Sampler sampler = make_sampler(p, 50), twin = make_sampler(p, 50);
+  ASSERT_TRUE(sampler.verifies_on_device());
+  std::vector<double> numbers;
+  for (int i = 0; i < 6; ++i) numbers.push_back(twin.draw_uniform());
+  std::vector<LogitAdjustment> adjustments;
+  std::vector<RowSampling> rows(4);  // the next token and one after each of 3 proposals
+  sampler.device_sampling(adjustments, rows);
+  for (size_t i = 0; i < rows.size(); ++i) EXPECT_EQ(rows[i].uniform, numbers[i]) << i;
+  // Two tokens kept (a proposal and the token after it): the other two numbers serve the
+  // next tokens, then the generator goes on.
+  sampler.took_device_token();
+  sampler.took_device_token();
+  std::vector<RowSampling> next(3);
+  sampler.device_sampling(adjustments, next);
+  EXPECT_EQ(next[0].uniform, numbers[2]);
+  EXPECT_EQ(next[1].uniform, numbers[3]);
+  EXPECT_EQ(next[2].uniform, numbers[4]);
+  // A row left to the host: sample() takes the first kept number as its own.
+  EXPECT_EQ(sampler.draw_uniform(), numbers[2]);
+  EXPECT_EQ(sampler.draw_uniform(), numbers[3]);
+  EXPECT_EQ(sampler.draw_uniform(), numbers[4]);
+  EXPECT_EQ(sampler.draw_uniform(), numbers[5]);
+  // Penalties change from row to row with the proposals before them: no rows past one.
+  p.presence_penalty = 0.5f;
+  EXPECT_FALSE(make_sampler(p, 50).verifies_on_device());
+  EXPECT_TRUE(make_sampler(p, 50).samples_on_device());
 }
 
 }  // namespace
