@@ -172,6 +172,10 @@ class EngineCore {
     size_t rows = 0, n_rows = 0, adjustments = 0, n_adjustments = 0;
   };
   std::vector<DeviceRowsAt> device_rows_at_;  // [scheduled]
+  // The rows (n_rows of them) and adjustments of a sequence whose tokens are chosen on
+  // the device, appended to row_samplings_ and adjustments_, their places in `at`; false
+  // (nothing appended) when the step's adjustments would pass their limit.
+  bool take_device_rows(RequestProcessor& processor, int32_t n_rows, DeviceRowsAt& at);
   // One request of the step that samples: its logits, and how its sampling went.
   struct Sampling {
     Request* request;

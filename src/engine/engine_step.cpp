@@ -46,21 +46,7 @@ void EngineCore::gather_sequences(const SchedulerOutput& plan) {
                                request->processor && !drawn_proposals &&
                                request->processor->token_on_device_suffices(scheduled.n_draft_tokens);
     DeviceRowsAt at;
-    if (sequence.token_on_device) {
-      at.rows = row_samplings_.size();
-      at.adjustments = adjustments_.size();
-      row_samplings_.resize(at.rows + static_cast<size_t>(sequence.n_logit_rows));
-      // A draw's uniforms are taken now, those sample() would take after the pass.
-      request->processor->device_sampling(adjustments_, std::span<RowSampling>(row_samplings_).subspan(at.rows));
-      if (adjustments_.size() > kMaxStepAdjustments) {  // its tokens on the host, with the uniforms taken
-        adjustments_.resize(at.adjustments);
-        row_samplings_.resize(at.rows);
-        sequence.token_on_device = false;
-      } else {
-        at.n_rows = static_cast<size_t>(sequence.n_logit_rows);
-        at.n_adjustments = adjustments_.size() - at.adjustments;
-      }
-    }
+    if (sequence.token_on_device) sequence.token_on_device = take_device_rows(*request->processor, sequence.n_logit_rows, at);
     device_rows_at_.push_back(at);
     sequences_.push_back(sequence);
   }
@@ -69,6 +55,22 @@ void EngineCore::gather_sequences(const SchedulerOutput& plan) {
     sequences_[k].samplings = std::span<const RowSampling>(row_samplings_).subspan(at.rows, at.n_rows);
     sequences_[k].adjustments = std::span<const LogitAdjustment>(adjustments_).subspan(at.adjustments, at.n_adjustments);
   }
+}
+
+bool EngineCore::take_device_rows(RequestProcessor& processor, int32_t n_rows, DeviceRowsAt& at) {
+  at.rows = row_samplings_.size();
+  at.adjustments = adjustments_.size();
+  row_samplings_.resize(at.rows + static_cast<size_t>(n_rows));
+  // A draw's uniforms are taken now, those sample() would take after the pass.
+  processor.device_sampling(adjustments_, std::span<RowSampling>(row_samplings_).subspan(at.rows));
+  if (adjustments_.size() > kMaxStepAdjustments) {  // its tokens on the host, with the uniforms taken
+    adjustments_.resize(at.adjustments);
+    row_samplings_.resize(at.rows);
+    return false;
+  }
+  at.n_rows = static_cast<size_t>(n_rows);
+  at.n_adjustments = adjustments_.size() - at.adjustments;
+  return true;
 }
 
 bool EngineCore::step(std::vector<Delivery>& out) {
