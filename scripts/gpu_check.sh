@@ -347,8 +347,9 @@ stage_pagoda_run() {
   if [[ "$cuda_text" == "$cpu_text" ]]; then note="$note; cuda the same"; else note="$note; cuda text differs"; fi
 }
 
-# name:timeout_s, in order.
-all_stages=(gpu:20 libraries:10 cuda_backend:150 gpu_models:90 pagoda_run:40 bench:270 engine:120 bisect:120
+# name:timeout_s, in order: what says the GPU computes the host's answers first (the
+# engine's tokens sampled on the device among them), then the timings.
+all_stages=(gpu:20 libraries:10 cuda_backend:150 gpu_models:90 engine:120 pagoda_run:40 bench:270 bisect:120
   kernels:90 serve_bench:90 serve_e2e:150 speculative:90)
 failed_stages=""
 
