@@ -1,7 +1,7 @@
 #pragma once
 // Temperature draws over a row of logits, shared by the sampler (engine/) and the
-// backends' draw_rows op on the host, so that a token drawn either way is the same; the
-// CUDA backend's op (draw_rows.cu) reproduces them.
+// backends' sample_rows op on the host (row_sampling.h), so that a token drawn either way
+// is the same; the CUDA backend's op (row_draw.cuh) reproduces them.
 
 #include <cstddef>
 #include <cstdint>

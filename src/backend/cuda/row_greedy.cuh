@@ -1,6 +1,6 @@
 #pragma once
 // The greedy token of a row of logits on the GPU, as core/argmax.h finds it on the host,
-// for argmax_rows.cu and draw_rows.cu: each thread keeps the largest value it sees in its
+// for argmax_rows.cu and sample_rows.cu: each thread keeps the largest value it sees in its
 // stride and that value's first index (a NaN never ranks: `v > best` is false for it),
 // then the block combines them, the larger value winning and the lower index on a tie.
 
