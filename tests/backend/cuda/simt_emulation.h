@@ -1,0 +1,237 @@
+#pragma once
+// Runs a CUDA kernel's own source on the host, one block at a time, for tests that check
+// a kernel's logic where no GPU is (CI): each CUDA thread of the block is a fiber
+// (ucontext) on the calling thread, switched at the points where CUDA threads wait for
+// one another: __syncthreads is a barrier of the block, shuffles and ballots exchange
+// through a barrier of the warp. __shared__ variables become static (one block runs at a
+// time); the f32 intrinsics round as IEEE operations do (volatile keeps the compiler from
+// fusing them). Include it before any kernel header: it takes over the qualifiers
+// cuda_runtime.h defines for host compilers.
+//
+// What it cannot show: timing, memory ordering beyond what the barriers give, and
+// interleavings between barriers (a fiber runs alone until it waits). A block whose
+// threads wait at barriers that never fill (divergence at a __syncthreads) aborts with a
+// message instead of hanging.
+
+#include <cuda_runtime.h>
+#include <ucontext.h>
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <vector>
+
+#undef __global__
+#undef __device__
+#undef __host__
+#undef __forceinline__
+#undef __launch_bounds__
+#undef __shared__
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+#define __launch_bounds__(threads)
+#define __shared__ static
+
+namespace pagoda::simt {
+
+struct Index {
+  unsigned x = 0;
+};
+inline Index thread_index;  // the running fiber's
+inline Index block_index;
+
+struct Barrier {
+  int arrived = 0;
+  uint64_t generation = 0;
+};
+
+// The block being run: a fiber per thread, the block's barrier, and per warp a barrier
+// and 32 exchange slots.
+struct Block {
+  std::function<void()> body;
+  int threads = 0;
+  ucontext_t scheduler{};
+  std::vector<ucontext_t> contexts;
+  std::vector<bool> done;
+  Barrier all;
+  std::vector<Barrier> warps;
+  std::vector<std::array<uint64_t, 32>> slots;
+  std::vector<int> votes;  // [threads]
+  uint64_t progress = 0;   // arrivals and ends, to see a block that cannot go on
+};
+inline Block* block = nullptr;
+
+// The fibers' stacks, kept from block to block.
+inline std::vector<std::vector<std::byte>>& stacks() {
+  static std::vector<std::vector<std::byte>> kept;
+  return kept;
+}
+
+inline void yield() {
+  swapcontext(&block->contexts[thread_index.x], &block->scheduler);
+}
+
+// Waits until every one of `count` threads has arrived at `b`.
+inline void wait_at(Barrier& b, int count) {
+  ++block->progress;
+  const uint64_t generation = b.generation;
+  if (++b.arrived == count) {
+    b.arrived = 0;
+    ++b.generation;
+    return;
+  }
+  while (b.generation == generation) yield();
+}
+
+inline void fiber_entry() {
+  block->body();
+  block->done[thread_index.x] = true;
+  ++block->progress;
+}  // then uc_link: back to the scheduler
+
+// Runs body() as one block of `threads` threads (a multiple of 32), block index `index`.
+inline void run_block(int threads, unsigned index, std::function<void()> body) {
+  constexpr size_t kStackBytes = size_t{64} << 10;
+  Block b;
+  b.body = std::move(body);
+  b.threads = threads;
+  b.contexts.resize(static_cast<size_t>(threads));
+  b.done.assign(static_cast<size_t>(threads), false);
+  b.warps.resize(static_cast<size_t>(threads / 32));
+  b.slots.resize(static_cast<size_t>(threads / 32));
+  b.votes.assign(static_cast<size_t>(threads), 0);
+  block = &b;
+  block_index.x = index;
+  std::vector<std::vector<std::byte>>& stack = stacks();
+  if (stack.size() < static_cast<size_t>(threads)) stack.resize(static_cast<size_t>(threads));
+  for (int t = 0; t < threads; ++t) {
+    std::vector<std::byte>& memory = stack[static_cast<size_t>(t)];
+    memory.resize(kStackBytes);
+    ucontext_t& c = b.contexts[static_cast<size_t>(t)];
+    getcontext(&c);
+    c.uc_stack.ss_sp = memory.data();
+    c.uc_stack.ss_size = memory.size();
+    c.uc_link = &b.scheduler;
+    makecontext(&c, fiber_entry, 0);
+  }
+  for (bool running = true; running;) {
+    running = false;
+    const uint64_t before = b.progress;
+    for (int t = 0; t < threads; ++t) {
+      if (b.done[static_cast<size_t>(t)]) continue;
+      running = true;
+      thread_index.x = static_cast<unsigned>(t);
+      swapcontext(&b.scheduler, &b.contexts[static_cast<size_t>(t)]);
+    }
+    if (running && b.progress == before) {
+      std::fprintf(stderr, "simt: the block's threads wait at barriers that cannot fill\n");
+      std::abort();
+    }
+  }
+  block = nullptr;
+}
+
+// Thread `source_lane`'s value of v, in the calling thread's warp.
+template <typename T>
+T warp_exchange(T v, int source_lane) {
+  static_assert(sizeof(T) <= sizeof(uint64_t));
+  const size_t warp = thread_index.x / 32, lane = thread_index.x % 32;
+  uint64_t bits = 0;
+  std::memcpy(&bits, &v, sizeof(T));
+  block->slots[warp][lane] = bits;
+  wait_at(block->warps[warp], 32);
+  const uint64_t got = block->slots[warp][static_cast<size_t>(source_lane)];
+  wait_at(block->warps[warp], 32);
+  T out;
+  std::memcpy(&out, &got, sizeof(T));
+  return out;
+}
+
+}  // namespace pagoda::simt
+
+#define threadIdx ::pagoda::simt::thread_index
+#define blockIdx ::pagoda::simt::block_index
+
+inline void __syncthreads() { pagoda::simt::wait_at(pagoda::simt::block->all, pagoda::simt::block->threads); }
+inline int __syncthreads_or(int predicate) {
+  pagoda::simt::Block& b = *pagoda::simt::block;
+  b.votes[threadIdx.x] = predicate != 0;
+  __syncthreads();
+  int any = 0;
+  for (const int v : b.votes) any |= v;
+  __syncthreads();
+  return any;
+}
+template <typename T>
+T __shfl_xor_sync(unsigned, T v, int mask) {
+  return pagoda::simt::warp_exchange(v, static_cast<int>(threadIdx.x % 32) ^ mask);
+}
+template <typename T>
+T __shfl_sync(unsigned, T v, int lane) {
+  return pagoda::simt::warp_exchange(v, lane);
+}
+template <typename T>
+T __shfl_up_sync(unsigned, T v, int delta) {
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  return pagoda::simt::warp_exchange(v, lane >= delta ? lane - delta : lane);
+}
+inline unsigned __ballot_sync(unsigned, int predicate) {
+  unsigned votes = 0;
+  const unsigned mine = predicate != 0 ? 1u << (threadIdx.x % 32) : 0u;
+  for (int lane = 0; lane < 32; ++lane) votes |= pagoda::simt::warp_exchange(mine, lane);
+  return votes;
+}
+inline int __popc(unsigned v) { return __builtin_popcount(v); }
+// One fiber runs at a time: plain reads and writes are atomic here.
+template <typename T>
+T atomicAdd(T* p, T v) {
+  const T old = *p;
+  *p = old + v;
+  return old;
+}
+inline unsigned long long atomicMin(unsigned long long* p, unsigned long long v) {
+  const unsigned long long old = *p;
+  *p = std::min(old, v);
+  return old;
+}
+inline int atomicExch(int* p, int v) {
+  const int old = *p;
+  *p = v;
+  return old;
+}
+
+inline float __fadd_rn(float a, float b) {
+  volatile float r = a + b;
+  return r;
+}
+inline float __fsub_rn(float a, float b) {
+  volatile float r = a - b;
+  return r;
+}
+inline float __fmul_rn(float a, float b) {
+  volatile float r = a * b;
+  return r;
+}
+inline float __fdiv_rn(float a, float b) {
+  volatile float r = a / b;
+  return r;
+}
+inline float __fmaf_rn(float a, float b, float c) { return std::fma(a, b, c); }
+inline float __uint_as_float(unsigned u) { return std::bit_cast<float>(u); }
+inline unsigned __float_as_uint(float f) { return std::bit_cast<unsigned>(f); }
+inline int64_t min(int64_t a, int64_t b) { return a < b ? a : b; }
+inline uint32_t min(uint32_t a, uint32_t b) { return a < b ? a : b; }
+inline int min(int a, int b) { return a < b ? a : b; }
+using std::exp;
+using std::isfinite;
+using std::isnan;
+using std::ldexp;
+using std::log;
