@@ -5,7 +5,8 @@
 // vocabularies of 7 to 49152 and every kind of row (plain greedy and draws, adjusted,
 // top-k, top-p and min-p alone and together, flat and peaked logits, ties with -0 beside
 // +0, a top-p target landing on a running sum, lists past the capacity, NaN and +inf
-// after the adjustments). It checks the kernel's logic where CI has no GPU; where a GPU is,
+// after the adjustments), and plain draws whose target lies on one of the host's running
+// sums (the kernel's exact walk). It checks the kernel's logic where CI has no GPU; where a GPU is,
 // CudaSampleRows runs the kernel itself and this test skips.
 #include "simt_emulation.h"  // first: it takes over the CUDA qualifiers
 
@@ -13,6 +14,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -21,6 +23,7 @@
 #include <vector>
 
 #include "backend/cuda/cuda_backend.h"
+#include "core/exp_sum.h"
 
 namespace pagoda::backend::cuda {
 namespace {
@@ -79,6 +82,27 @@ Row make_row(int n, int c, std::mt19937& rng) {
   return row;
 }
 
+// A plain draw (nothing adjusted or truncated) whose uniform puts the target on the
+// host's k-th running sum of the weights, or a double either side (`side` -1, 0, 1):
+// where the kernel's parallel sums cannot decide and it repeats the host's walk.
+Row plain_draw_on_a_running_sum(int n, int64_t k, int side, std::mt19937& rng) {
+  Row row;
+  std::normal_distribution<float> normal(0.0f, 8.0f);
+  row.logits.resize(static_cast<size_t>(n));
+  for (float& x : row.logits) x = normal(rng);
+  const float max = *std::max_element(row.logits.begin(), row.logits.end());
+  std::vector<float> weights(static_cast<size_t>(n));
+  const double total = exp_sum(row.logits.data(), n, max, 1.0f / 0.8f, weights.data());
+  double cumulative = 0.0;
+  for (int64_t i = 0; i < k; ++i) cumulative += static_cast<double>(weights[static_cast<size_t>(i)]);
+  double uniform = cumulative / total;
+  if (side < 0) uniform = std::nextafter(uniform, 0.0);
+  if (side > 0) uniform = std::nextafter(uniform, 1.0);
+  row.sampling.temperature = 0.8f;
+  row.sampling.uniform = uniform < 1.0 ? uniform : 0.5;
+  return row;
+}
+
 bool near(float x, float y) { return x == y || std::fabs(x - y) <= 1e-6f + 1e-6f * std::fabs(y); }
 
 TEST(CudaSampleRowsEmulated, TheKernelsSourceGivesSampleRowsTokens) {
@@ -118,7 +142,22 @@ TEST(CudaSampleRowsEmulated, TheKernelsSourceGivesSampleRowsTokens) {
       }
     }
   }
-  EXPECT_EQ(rows, 68);
+  std::mt19937 rng(99);
+  for (const int side : {-1, 0, 1}) {
+    Row row = plain_draw_on_a_running_sum(5000, 2500, side, rng);
+    std::vector<Candidate> candidates(5000);
+    std::vector<float> weights(5000);
+    const int32_t want = sample_row(row.logits, row.sampling, {}, candidates, weights);
+    std::vector<float> adjusted(5000);
+    int32_t got = -9;
+    const row_sampling_kernel::SampleRowsArgs args{
+        F32Rows{reinterpret_cast<char*>(row.logits.data()), 1, 1, 5000 * 4, 5000 * 4, 5000 * 4},
+        5000, &row.sampling, nullptr, adjusted.data(), 0, &got, nullptr};
+    simt::run_block(row_sampling_kernel::kThreads, 0, [&] { row_sampling_kernel::sample_rows_kernel(args); });
+    EXPECT_EQ(got, want) << "a target on a running sum, side " << side;
+    ++rows;
+  }
+  EXPECT_EQ(rows, 71);
   EXPECT_GT(left_to_host, 2) << "the capacity and +inf fallbacks were exercised";
 }
 
