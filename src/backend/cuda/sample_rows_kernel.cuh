@@ -85,6 +85,28 @@ __device__ double block_sum(double value, double* sums) {
   return total;
 }
 
+// The sum over the row of the weights softmax_exp(x - max) (temperature 1), taken in
+// parallel, for every thread.
+__device__ double row_weight_sum(const float* row, int64_t n, float max, RowScratch& s) {
+  double mine = 0.0;
+  for (int64_t i = threadIdx.x; i < n; i += kThreads) mine += static_cast<double>(weight(row[i], max, 1.0f));
+  return block_sum(mine, s.warp_sums);
+}
+
+// Gathers into s.items, ranked, the head of the row choose_head finds for the goal (k
+// tokens by_count, else weights reaching mass_goal); false (every thread) where no head
+// of at most the capacity reaches it. s.filled may still pass the capacity (ties).
+__device__ bool gather_ranked_head(const float* row, int64_t n, float max, bool by_count, int64_t k,
+                                   double mass_goal, RowScratch& s) {
+  choose_head<kThreads>(row, n, max, by_count, k, mass_goal, s.counts, s.masses, &s.head);
+  if (s.head.levels < 0) return false;
+  const HeadChoice head = s.head;
+  gather_list<kThreads>(
+      row, n, [head, max](float v) { return in_head(digits_of(v, max), head.head, head.levels); }, false, s.items,
+      &s.filled);
+  return true;
+}
+
 // Thread 0's `value`, for every thread (two barriers: it may be called again at once).
 __device__ int from_thread0(int value, int* slot) {
   if (threadIdx.x == 0) *slot = value;
@@ -136,17 +158,10 @@ __device__ int32_t truncated_token(const float* row, int64_t n, float max, const
   } else {
     double mass_goal = 0.0;
     if (!top_k) {  // a head whose weights surely pass p times their sum over the row
-      double mine = 0.0;
-      for (int64_t i = threadIdx.x; i < n; i += kThreads) mine += static_cast<double>(weight(row[i], max, 1.0f));
-      row_mass = block_sum(mine, s.warp_sums);
+      row_mass = row_weight_sum(row, n, max, s);
       mass_goal = static_cast<double>(r.top_p) * row_mass * (1.0 + 0x1p-20);
     }
-    choose_head<kThreads>(row, n, max, top_k, r.top_k, mass_goal, s.counts, s.masses, &s.head);
-    if (s.head.levels < 0) return kLeftToHost;
-    const HeadChoice head = s.head;
-    gather_list<kThreads>(
-        row, n, [head, max](float v) { return in_head(digits_of(v, max), head.head, head.levels); }, false, s.items,
-        &s.filled);
+    if (!gather_ranked_head(row, n, max, top_k, r.top_k, mass_goal, s)) return kLeftToHost;
   }
   const int filled = s.filled;
   if (filled > kRowSamplingCapacity) return kLeftToHost;
@@ -239,20 +254,12 @@ __device__ bool report_logprobs(const float* raw, int64_t n, int32_t token, int3
                                 RowLogprobs* out) {
   const RowBest best = row_best<kThreads>(raw, n, s.warp_best);
   const float max = best.value;
-  double mine = 0.0;
-  for (int64_t i = threadIdx.x; i < n; i += kThreads) mine += static_cast<double>(weight(raw[i], max, 1.0f));
-  const double log_denominator = log(block_sum(mine, s.warp_sums));
+  const double log_denominator = log(row_weight_sum(raw, n, max, s));
   const auto logprob = [=](float v) {
     return static_cast<float>(static_cast<double>(v) - static_cast<double>(max) - log_denominator);
   };
   if (top > 0) {
-    choose_head<kThreads>(raw, n, max, true, top, 0.0, s.counts, s.masses, &s.head);
-    if (s.head.levels < 0) return false;
-    const HeadChoice head = s.head;
-    gather_list<kThreads>(
-        raw, n, [head, max](float v) { return in_head(digits_of(v, max), head.head, head.levels); }, false, s.items,
-        &s.filled);
-    if (s.filled > kRowSamplingCapacity) return false;
+    if (!gather_ranked_head(raw, n, max, true, top, 0.0, s) || s.filled > kRowSamplingCapacity) return false;
     sort_list<kThreads>(s.items, s.filled);
   }
   if (threadIdx.x == 0) {
