@@ -182,8 +182,8 @@ class EngineCore {
     std::span<const float> logits;   // [1 + drafts.size()][n_vocab]
     std::span<const int32_t> drafts;  // the proposals it verifies
     std::span<const float> draft_probs;  // [drafts.size()][n_vocab] for drawn proposals, or empty
-    bool on_device;                       // its tokens chosen with the logits (token_on_device):
-    std::span<const int32_t> device_tokens;        // one a row
+    // Its tokens chosen with the logits (token_on_device), one a row; empty otherwise.
+    std::span<const int32_t> device_tokens;
     std::span<const RowLogprobs> device_logprobs;  // and their log-probabilities, where the step asked
     Status status;
   };

@@ -147,15 +147,16 @@ void EngineCore::process_logits(const SchedulerOutput& plan, const StepLogits& l
         request->draft_probs.size() >= n_probs && !drafts.empty()
             ? std::span<const float>(request->draft_probs).first(n_probs)
             : std::span<const float>();
-    samplings_.push_back({request, request_logits, drafts, draft_probs, on_device, device_tokens, device_logprobs, {}});
+    samplings_.push_back({request, request_logits, drafts, draft_probs, device_tokens, device_logprobs, {}});
   }
   // Each request's sampler on the backend's threads (drawing with a temperature from a
   // large vocabulary is a real share of a step when every request does), the rest in
   // order.
   backend_->run_host_tasks(static_cast<int64_t>(samplings_.size()), [this](int64_t i) {
     Sampling& s = samplings_[static_cast<size_t>(i)];
-    s.status = s.on_device ? s.request->processor->take_device_tokens(s.device_tokens, s.drafts, s.device_logprobs, s.logits)
-                           : s.request->processor->sample(s.logits, s.drafts, s.draft_probs);
+    s.status = !s.device_tokens.empty()
+                   ? s.request->processor->take_device_tokens(s.device_tokens, s.drafts, s.device_logprobs, s.logits)
+                   : s.request->processor->sample(s.logits, s.drafts, s.draft_probs);
   });
   for (Sampling& s : samplings_) {
     const RequestId id = s.request->id;
