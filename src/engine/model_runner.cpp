@@ -144,7 +144,6 @@ Expected<model::ForwardBatch> ModelRunner::prepare(std::span<const RunnerSequenc
   attention_.clear();
   logit_rows_.clear();
   token_on_device_.clear();
-  asks_logprobs_ = false;
   samplings_.clear();
   adjustments_.clear();
   for (const RunnerSequence& s : sequences) append(s);
@@ -167,8 +166,9 @@ Expected<model::ForwardBatch> ModelRunner::prepare(std::span<const RunnerSequenc
       batch.samplings = samplings_;
       batch.adjustments = adjustments_;
     }
-    asks_logprobs_ = std::any_of(samplings_.begin(), samplings_.end(), [](const RowSampling& r) { return r.logprobs; });
-    if (asks_logprobs_) batch.device_logprobs = std::span<RowLogprobs>(device_logprobs_).first(logit_rows_.size());
+    if (std::any_of(samplings_.begin(), samplings_.end(), [](const RowSampling& r) { return r.logprobs; })) {
+      batch.device_logprobs = std::span<RowLogprobs>(device_logprobs_).first(logit_rows_.size());
+    }
   }
   // The one place a batch is checked: the model and the backend only assert it.
   PAGODA_TRY(model::check_batch(batch, model_->config(), model_->batch_limits(), *kv_, logits_));
@@ -203,10 +203,8 @@ Expected<StepLogits> ModelRunner::execute(std::span<const kv::BlockCopy> copies,
   const size_t n_logits = logit_rows_.size() * static_cast<size_t>(n_vocab_);
   const std::span<float> logits = logits_.first(n_logits);
   PAGODA_TRY(model_->forward(batch, *kv_, logits));
-  const std::span<const RowLogprobs> reports =
-      asks_logprobs_ ? std::span<const RowLogprobs>(device_logprobs_).first(logit_rows_.size())
-                     : std::span<const RowLogprobs>();
-  return StepLogits(logits, n_vocab_, std::span<const int32_t>(device_tokens_).first(logit_rows_.size()), reports);
+  return StepLogits(logits, n_vocab_, std::span<const int32_t>(device_tokens_).first(logit_rows_.size()),
+                    batch.device_logprobs);
 }
 
 }  // namespace pagoda::engine

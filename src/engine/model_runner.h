@@ -150,7 +150,6 @@ class ModelRunner {
   std::vector<LogitAdjustment> adjustments_;
   std::vector<int32_t> device_tokens_;  // [max_logit_rows]: the model writes the flagged rows'
   std::vector<RowLogprobs> device_logprobs_;  // [max_logit_rows]: and their log-probabilities, where asked
-  bool asks_logprobs_ = false;                // whether this step's rows ask
   std::vector<backend::KvBlockCopy> copies_;  // [copies of the step]; grows to the largest step
   // [max_logit_rows][n_vocab], in memory the backend copies to fastest (pinned on a GPU).
   std::unique_ptr<backend::Buffer> logits_memory_;
