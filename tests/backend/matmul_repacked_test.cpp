@@ -20,7 +20,7 @@ using testing::Matrix;
 using testing::random_values;
 
 // The types whose VNNI kernel keeps copies (TileKernel::repack).
-constexpr DType kKeptTypes[] = {DType::Q8_0, DType::Q4_0, DType::Q4_1, DType::IQ4_NL};
+constexpr DType kKeptTypes[] = {DType::Q8_0, DType::Q4_0, DType::Q4_1, DType::IQ4_NL, DType::Q4_K, DType::Q5_K, DType::Q6_K};
 
 struct Weight {
   int64_t n_in, n_out;
@@ -64,8 +64,9 @@ class MatmulRepackedTest : public ::testing::TestWithParam<DType> {
 TEST_P(MatmulRepackedTest, KeptStripsGiveTheSameBits) {
   const DType type = GetParam();
   // 301 rows: a partial strip and several repacking tasks of 256 rows; 576 inputs leave
-  // blocks after the kernels' steps of 8.
-  for (const int64_t n_in : {int64_t{576}, int64_t{1024}}) {
+  // blocks after the kernels' steps of 8 (768: an odd number of 256-value super-blocks).
+  const int64_t odd_length = traits(type).block_size == 256 ? 768 : 576;
+  for (const int64_t n_in : {odd_length, int64_t{1024}}) {
     Weight w = make_weight(type, n_in, 301);
     Matmul kept(Isa::kAvx512Vnni, CpuNumerics::kFast, size_t{1} << 30);
     kept.add_weight(w.bytes.data(), w.bytes.size());
@@ -110,6 +111,24 @@ TEST_P(MatmulRepackedTest, OnlyWeightsAddedAndWithinTheBudget) {
   expect_same_bits(kept, multiply(plain, 2, w, x), "kept");
   expect_same_bits(over_budget, kept, "over budget");
   expect_same_bits(unknown, multiply(plain, 2, other, x), "unknown weight");
+}
+
+// Tiles of more tokens than TileKernel::kept_for_tokens_up_to repack into scratch: a
+// prompt alone makes no copy, a batched decoding step does.
+TEST_P(MatmulRepackedTest, KeptOnlyForTilesOfUpToTheirTokens) {
+  const DType type = GetParam();
+  const int64_t most = find_tile_kernel(type, Isa::kAvx512Vnni)->kept_for_tokens_up_to;
+  if (most >= 512) GTEST_SKIP() << dtype_name(type) << "'s kept copy serves every tile";
+  Weight w = make_weight(type, 1024, 64);
+  Matmul matmul(Isa::kAvx512Vnni, CpuNumerics::kFast, size_t{1} << 30);
+  matmul.add_weight(w.bytes.data(), w.bytes.size());
+  Matrix prompt(most + 1, 1024, 0, 11, 1.0f);
+  const Matrix before = multiply(matmul, 2, w, prompt);
+  EXPECT_EQ(matmul.repacked_bytes(), 0u);
+  Matrix step(most, 1024, 0, 12, 1.0f);
+  multiply(matmul, 2, w, step);
+  EXPECT_GT(matmul.repacked_bytes(), 0u);
+  expect_same_bits(multiply(matmul, 2, w, prompt), before, "a prompt after the copy was made");
 }
 
 // A view of some rows of an added weight (as a model slices a fused tensor) is kept on

@@ -206,7 +206,7 @@ Status Matmul::execute(ThreadPool& pool, std::span<Plan> plans) {
   for (Plan& plan : plans) {
     plan_tiles(pool.size(), plan);
     scratch_bytes = std::max(scratch_bytes, plan.scratch_bytes);
-    if (plan.tile->repack != nullptr &&
+    if (plan.tile->repack != nullptr && plan.n_tokens <= plan.tile->kept_for_tokens_up_to &&
         (plan.n_tokens >= kMinStripTokens || plan.n_in <= plan.tile->kept_for_single_tokens_up_to)) {
       const WeightRows rows{plan.w, plan.kernel->weight, plan.n_out, plan.n_in, plan.w_stride};
       plan.strips = repacked_.find(pool, rows, *plan.tile);

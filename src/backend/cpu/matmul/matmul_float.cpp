@@ -23,8 +23,8 @@ const TileKernel* find_fast_float_tile(DType weight, Isa isa, int64_t n_in) {
   static constexpr TileKernel kF32{avx2::gemm_f32_lanes16, false, false, false};
   static constexpr TileKernel kF16{avx2::gemm_f16_lanes16, false, false, false};
   static constexpr TileKernel kF32Avx512{avx512::gemm_f32_lanes16, false, false, false};
-  static constexpr TileKernel kF16Avx512{avx512::gemm_f16_lanes16, false, false, false, false, false, 8, nullptr,
-                                         nullptr, nullptr, 0, /*widens_activations=*/true};
+  static constexpr TileKernel kF16Avx512{.run = avx512::gemm_f16_lanes16, .block_sums = false, .mirrors_reference = false,
+                                         .needs_rows_of_8 = false, .widens_activations = true};
   if (isa == Isa::kScalar || n_in % kReferenceGemmLanes != 0) return nullptr;
   const bool avx512 = isa >= Isa::kAvx512;
   switch (weight) {

@@ -141,6 +141,17 @@ inline void transpose_rows16(const __m512i z[8], __m512i out[8]) {
   }
 }
 
+// 32 bytes at `offset` in block b of each of the 16 rows w (see strip16_rows), moved into
+// place: out[k] holds bytes 4k..4k+3 of row r in 32-bit lane r.
+template <typename Block>
+inline void move_into_place(const Block* const* w, int64_t b, size_t offset, uint8_t (&out)[8][64]) {
+  const auto bytes = [&](int r) { return reinterpret_cast<const uint8_t*>(&w[r][b]) + offset; };
+  __m512i pairs[8], steps[8];
+  for (int i = 0; i < 8; ++i) pairs[i] = load_row_pair(bytes(paired_row(i)), bytes(paired_row(i) + 4));
+  transpose_rows16(pairs, steps);
+  for (int k = 0; k < 8; ++k) _mm512_storeu_si512(out[k], steps[k]);
+}
+
 // The 8 scales and 8 minimums of a super-block of two rows, row `low`'s in the low 128
 // bits: per half [scales 0..7, mins 0..7] as bytes, as quant::dot_scales::unpack_q4_K
 // gives them (its steps, in registers, for both rows at once). `low` and `high` are the

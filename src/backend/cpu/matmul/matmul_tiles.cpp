@@ -25,16 +25,23 @@ const TileKernel* find_tile_kernel(DType weight, Isa isa, CpuNumerics numerics) 
   // nibble formats' always (their single-token kernel reads 16 rows side by side); Q8_0's
   // for rows of up to 1024 values, where its row-by-row single-token kernel spends much
   // of its time summing each row's lanes (a small model's output head), not for longer
-  // rows, which it streams from memory faster than the strips.
+  // rows, which it streams from memory faster than the strips. The k-quants' kept
+  // copies serve batched decoding (tiles of up to 32 tokens); their single tokens
+  // stream the rows as stored, and prompts repack (the kept copies take their values
+  // apart once per 8 tokens: Q6_K's cost more than repacking past 32 tokens).
+  constexpr auto kept_k_quant = [](void (*run)(const TileJob&), size_t (*repack)(const TileJob&, std::byte*)) {
+    return TileKernel{.run = run, .block_sums = false, .mirrors_reference = false, .needs_rows_of_8 = false,
+                      .repacks_rows = true, .strip_rows = 16, .repack = repack, .kept_for_tokens_up_to = 32};
+  };
   static constexpr TileKernel kQ8_0Vnni{avx512vnni::tile_q8_0, true, false, false, true, true, 16, avx512vnni::repack_q8_0, nullptr, nullptr, 1024},
       kQ4_0Vnni{avx512vnni::tile_q4_0, true, false, false, true, true, 16, avx512vnni::repack_q4_0, nullptr, nullptr, kAnyLength},
       kQ5_0Vnni{avx512vnni::tile_q5_0, true, false, false, true, true, 16},
       kIQ4_NLVnni{avx512vnni::tile_iq4_nl, true, false, false, true, true, 16, avx512vnni::repack_iq4_nl, nullptr, nullptr, kAnyLength},
       kQ4_1Vnni{avx512vnni::tile_q4_1, false, false, false, true, true, 16, avx512vnni::repack_q4_1, nullptr, nullptr, kAnyLength},
       kQ5_1Vnni{avx512vnni::tile_q5_1, false, false, false, true, true, 16},
-      kQ4_KVnni{avx512vnni::tile_q4_K, false, false, false, true, false, 16},
-      kQ5_KVnni{avx512vnni::tile_q5_K, false, false, false, true, false, 16},
-      kQ6_KVnni{avx512vnni::tile_q6_K, false, false, false, true, false, 16};
+      kQ4_KVnni = kept_k_quant(avx512vnni::tile_q4_K, avx512vnni::repack_q4_K),
+      kQ5_KVnni = kept_k_quant(avx512vnni::tile_q5_K, avx512vnni::repack_q5_K),
+      kQ6_KVnni = kept_k_quant(avx512vnni::tile_q6_K, avx512vnni::repack_q6_K);
   // The k-quants on the tile unit: the VNNI strips' bits, the integer products faster.
   static constexpr TileKernel kQ4_KAmx{amx::tile_q4_K, false, false, false, true, false, 16, nullptr,
                                        amx::prepare_activations_q8_K, amx::activation_tiles_q8_K},

@@ -15,6 +15,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 
 #include "backend/cpu/attention/kv_lookahead.h"
 #include "backend/cpu/cpu_backend.h"
@@ -112,6 +113,10 @@ struct TileKernel {
   // batched steps between (speculation, other requests) then keeps one form of its
   // weights in cache, not two.
   int64_t kept_for_single_tokens_up_to = 0;
+  // Tiles of more tokens than this repack their rows into scratch even where a kept copy
+  // exists: a kept copy whose values are taken apart as they are multiplied (the
+  // k-quants') does so once per group of kStripTokens tokens, the scratch once a panel.
+  int64_t kept_for_tokens_up_to = std::numeric_limits<int64_t>::max();
   // Widens the tile's activations (F16) to f32 once, into TileJob::scratch, which then
   // holds n_cols x n_in floats besides tile_scratch_bytes.
   bool widens_activations = false;
@@ -166,6 +171,11 @@ size_t repack_q8_0(const TileJob& job, std::byte* out);
 size_t repack_q4_0(const TileJob& job, std::byte* out);
 size_t repack_iq4_nl(const TileJob& job, std::byte* out);
 size_t repack_q4_1(const TileJob& job, std::byte* out);
+// The k-quants' (matmul_strips_k_avx512vnni.cpp): the packed bytes moved into place, the
+// scales as bytes, a few percent over the size as stored.
+size_t repack_q4_K(const TileJob& job, std::byte* out);
+size_t repack_q5_K(const TileJob& job, std::byte* out);
+size_t repack_q6_K(const TileJob& job, std::byte* out);  // matmul_strips_q6k_avx512vnni.cpp
 }  // namespace avx512vnni
 
 // Strips of 16 rows multiplied on the AMX tile unit (matmul_strips_*_amx.cpp): the VNNI
