@@ -204,8 +204,6 @@ Status Matmul::execute(ThreadPool& pool, std::span<Plan> plans) {
   }
   size_t scratch_bytes = 0;
   for (Plan& plan : plans) {
-    plan_tiles(pool.size(), plan);
-    scratch_bytes = std::max(scratch_bytes, plan.scratch_bytes);
     if (plan.tile->repack != nullptr && plan.n_tokens <= plan.tile->kept_for_tokens_up_to &&
         (plan.n_tokens >= kMinStripTokens || plan.n_in <= plan.tile->kept_for_single_tokens_up_to)) {
       const WeightRows rows{plan.w, plan.kernel->weight, plan.n_out, plan.n_in, plan.w_stride};
@@ -215,6 +213,8 @@ Status Matmul::execute(ThreadPool& pool, std::span<Plan> plans) {
       strip.n_rows = plan.tile->strip_rows;
       plan.strip_bytes = plan.tile->repack(strip, nullptr);
     }
+    plan_tiles(pool.size(), plan);
+    scratch_bytes = std::max(scratch_bytes, plan.scratch_bytes);
   }
   tile_scratch_.resize(static_cast<size_t>(pool.size()));
   for (Scratch& s : tile_scratch_) {
@@ -366,10 +366,16 @@ void Matmul::plan_tiles(int n_threads, Plan& plan) {
     // many rows as balance allows (fewer jumps in the address stream of each thread).
     // A kernel that lays out the activations itself keeps no repacked panel either (its
     // strips go one at a time), and each of its passes over the tokens serves more rows.
-    const bool no_panel = plan.n_tokens < kMinStripTokens || plan.tile->prepare_activations != nullptr;
+    // Kept strips (plan.strips) that all the tokens pass over at once are read once, as
+    // they lie, and the kernels ask for their bytes some way past the strip being
+    // multiplied (run_strips16): long runs of rows keep those requests within the rows
+    // the same thread reads next. In panels of a few strips handed out in turn, each
+    // thread's requests fell in the other's rows, into the wrong core's L2.
+    plan.cols_per_pass = std::max<int64_t>(static_cast<int64_t>(kTileActivationBytes / plan.a_stride) / 4 * 4, 4);
+    const bool no_panel = plan.n_tokens < kMinStripTokens || plan.tile->prepare_activations != nullptr ||
+                          (plan.strips != nullptr && plan.n_tokens <= plan.cols_per_pass);
     plan.panel_rows = no_panel ? by_balance : std::min({by_cache, by_balance, int64_t{256}});
     plan.tile_tokens = plan.n_tokens;
-    plan.cols_per_pass = std::max<int64_t>(static_cast<int64_t>(kTileActivationBytes / plan.a_stride) / 4 * 4, 4);
     // A repacked panel needs its rows' scratch; the paths without one need at most a
     // 16-row strip's (the single-token kernels lay a token out in it).
     plan.scratch_bytes = static_cast<size_t>(no_panel ? 2 : (plan.panel_rows + 7) / 8) * tile_scratch_bytes(plan.n_in);
