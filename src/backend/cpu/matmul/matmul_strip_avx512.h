@@ -214,9 +214,10 @@ size_t repack_strips16(const TileJob& job, std::byte* out) {
 // one after another: one run of bytes. For a tile of few tokens (decoding several
 // sequences) each strip's arithmetic is short, and the hardware prefetcher alone left the
 // loads waiting: while a strip is multiplied, the kernel asks for the bytes of the strip
-// at least kKeptPrefetchBytes on, block by block, into L2 (past the panel too: the next
-// panel, this thread's or the other's, is read soon after; 64 KiB did better than 32 or
-// 128). Tiles of many tokens spend their time multiplying and ask for nothing.
+// at least kKeptPrefetchBytes on, block by block, into L2 (past the panel too: the matmul
+// gives such tiles long runs of rows, so the bytes ahead are mostly the same thread's
+// next ones; 64 KiB did better than 32 or 128, and as well as 16 with the long runs).
+// Tiles of many tokens spend their time multiplying and ask for nothing.
 constexpr size_t kKeptPrefetchBytes = 64 * 1024;
 
 // Every token of the tile against the repacked strips of its rows, job.cols_per_pass
