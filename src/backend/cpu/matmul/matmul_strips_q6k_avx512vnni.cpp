@@ -51,15 +51,18 @@ inline void scale_lanes(const BlockQ6_K* const* w, int64_t b, __m512i out[16]) {
   transpose_rows16(high, out + 8);
 }
 
-// One super-block of 16 rows (5696 bytes).
+// One super-block of 16 rows (4416 bytes), in scratch or kept (TileKernel::repack): a
+// byte a value, so that the multiply puts no values together; the scales as bytes. Kept,
+// it is 1.31 times the rows as stored: a kept copy of the packed bits (the size as
+// stored) took the values apart once per group of tokens, which cost a batched step
+// more than reading the extra bytes does.
 struct alignas(64) StripQ6x16 {
-  uint8_t qs[8][8][64];    // [chunk of 32 values][step of 4 values][row x 4]
-  int32_t scales[16][16];  // [16-value group][row]
-  int16_t offsets[8][32];  // [pair p of groups]: -32 x row r's scales 2p, 2p + 1 in 32-bit lane r
+  uint8_t qs[8][8][64];   // [chunk of 32 values][step of 4 values][row x 4]
+  int8_t scales[16][16];  // [16-value group][row]
   float d[kStrip16Rows];
 };
 // Whole cache lines; within the scratch of 16 rows (tile_scratch_bytes per 8 rows).
-static_assert(sizeof(StripQ6x16) % 64 == 0 && sizeof(StripQ6x16) <= 2 * (kQK_K / 32) * 384);
+static_assert(sizeof(StripQ6x16) == 4416 && sizeof(StripQ6x16) <= 2 * (kQK_K / 32) * 384);
 
 struct Q6_KFormat16 {
   using Strip = StripQ6x16;
@@ -73,7 +76,10 @@ struct Q6_KFormat16 {
     for (int64_t b = 0; b < job.n_in / kQK_K; ++b) {
       prefetch(b, w, n_rows);
       Strip& s = strip[b];
-      repack_scales(w, b, s);
+      __m512i scales[16];
+      scale_lanes(w, b, scales);
+      for (int g = 0; g < 16; ++g) _mm_store_si128(reinterpret_cast<__m128i*>(s.scales[g]), _mm512_cvtepi32_epi8(scales[g]));
+      for (int h = 0; h < 2; ++h) _mm256_store_ps(s.d + 8 * h, avx2::strip_halves(w + 8 * h, b, offsetof(BlockQ6_K, d)));
       #pragma GCC unroll 8
       for (int c = 0; c < 8; ++c) {
         __m512i pairs[8], chunks[8];
@@ -82,23 +88,6 @@ struct Q6_KFormat16 {
         for (int k = 0; k < 8; ++k) store512(s.qs[c][k], chunks[k]);
       }
     }
-  }
-
-  // The scales, offsets and d of super-block b of the 16 rows.
-  static void repack_scales(const BlockQ6_K* const* w, int64_t b, Strip& s) {
-    __m512i scales[16];
-    scale_lanes(w, b, scales);
-    for (int g = 0; g < 16; ++g) store512(s.scales[g], scales[g]);
-    __m512i offsets[8], t[8];  // [row pair]: the offset pairs
-    for (int i = 0; i < 8; ++i) {
-      const __m256i both = _mm256_inserti128_si256(_mm256_castsi128_si256(avx2::load128(w[paired_row(i)][b].scales)),
-                                                   avx2::load128(w[paired_row(i) + 4][b].scales), 1);
-      // -32 x scale, exact in int16 (|32 sc| <= 4096): pair p of a row is its dword p.
-      offsets[i] = _mm512_sub_epi16(_mm512_setzero_si512(), _mm512_slli_epi16(_mm512_cvtepi8_epi16(both), 5));
-    }
-    transpose_rows16(offsets, t);
-    for (int p = 0; p < 8; ++p) store512(s.offsets[p], t[p]);
-    for (int h = 0; h < 2; ++h) _mm256_store_ps(s.d + 8 * h, avx2::strip_halves(w + 8 * h, b, offsetof(BlockQ6_K, d)));
   }
 
   // Integer dot of group g (16 values: steps 4 (g % 2) .. + 3 of chunk g / 2) with C
@@ -113,7 +102,7 @@ struct Q6_KFormat16 {
       #pragma GCC unroll 8
       for (int j = 0; j < C; ++j) dot[j] = dpbusd_broadcast(dot[j], w, a[j][b].qs + 16 * g + 4 * k);
     }
-    const __m512i scale = _mm512_load_si512(s.scales[g]);
+    const __m512i scale = _mm512_cvtepi8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(s.scales[g])));
     #pragma GCC unroll 8
     for (int j = 0; j < C; ++j) sum[j] = _mm512_add_epi32(sum[j], _mm512_mullo_epi32(dot[j], scale));
   }
@@ -131,69 +120,9 @@ struct Q6_KFormat16 {
       __m512i sum[C];
       for (int j = 0; j < C; ++j) sum[j] = _mm512_setzero_si512();
       for (int g = 0; g < 16; ++g) add_group<C>(s, a, b, g, sum);
-      const __m512 d = _mm512_load_ps(s.d);
-      #pragma GCC unroll 8
-      for (int j = 0; j < C; ++j) {
-        // sum sc * (q - 32) * a = sum sc * q * a - 32 * sum_g sc_g * bsum_g, exactly.
-        #pragma GCC unroll 8
-        for (int p = 0; p < 8; ++p) {
-          sum[j] = _mm512_dpwssd_epi32(sum[j], load512(s.offsets[p]), broadcast4(a[j][b].bsums + 2 * p));
-        }
-        acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[j]), _mm512_mul_ps(d, _mm512_set1_ps(a[j][b].d)), acc[j]);
-      }
-    }
-  }
-};
-
-// The kept copies of Q6_K (TileKernel::repack): each super-block of 16 rows with its ql
-// and qh bytes moved into place but not taken apart (the values are put together as they
-// are multiplied, once per group of tokens), the scales as bytes, d as f32: 3392 bytes
-// against 3360 as stored. Q6_KFormat16's strips hold a byte a value (5696).
-struct alignas(64) PackedStripQ6_K {
-  uint8_t ql[4][8][64];   // [32-byte run g of ql][step k]: bytes 32g + 4k.. of row r's ql in lane r
-  uint8_t qh[2][8][64];   // [half n][step k]: bytes 32n + 4k.. of row r's qh in lane r
-  int8_t scales[16][16];  // [16-value group][row]
-  float d[kStrip16Rows];
-};
-static_assert(sizeof(PackedStripQ6_K) == 3392);
-
-struct PackedQ6_K16 {
-  using Strip = PackedStripQ6_K;
-
-  static int64_t strip_length(int64_t n_in) { return n_in / kQK_K; }
-
-  static void repack(const TileJob& job, int64_t row, int n_rows, Strip* strip) {
-    const BlockQ6_K* w[kStrip16Rows];
-    strip16_rows(job, row, n_rows, w);
-    RepackPrefetch<BlockQ6_K> prefetch(job, row, strip_length(job.n_in));
-    for (int64_t b = 0; b < job.n_in / kQK_K; ++b) {
-      prefetch(b, w, n_rows);
-      Strip& s = strip[b];
-      for (int g = 0; g < 4; ++g) move_into_place(w, b, offsetof(BlockQ6_K, ql) + 32 * g, s.ql[g]);
-      for (int n = 0; n < 2; ++n) move_into_place(w, b, offsetof(BlockQ6_K, qh) + 32 * n, s.qh[n]);
-      __m512i scales[16];
-      scale_lanes(w, b, scales);
-      for (int g = 0; g < 16; ++g) _mm_store_si128(reinterpret_cast<__m128i*>(s.scales[g]), _mm512_cvtepi32_epi8(scales[g]));
-      for (int h = 0; h < 2; ++h) _mm256_store_ps(s.d + 8 * h, avx2::strip_halves(w + 8 * h, b, offsetof(BlockQ6_K, d)));
-    }
-  }
-
-  // Q6_KFormat16::multiply's integer sums and f32 step, from the kept strips.
-  template <int C>
-  static void multiply(const TileJob& job, const Strip* strip, int64_t col, __m512* acc, const char* ahead) {
-    const BlockQ8_K* a[C];
-    for (int j = 0; j < C; ++j) {
-      a[j] = activation_row<BlockQ8_K>(job, col + j);
-      acc[j] = _mm512_setzero_ps();
-    }
-    for (int64_t b = 0; b < job.n_in / kQK_K; ++b) {
-      const Strip& s = strip[b];
-      prefetch_strip_block<Strip>(job, ahead, b);
-      __m512i sum[C];
-      for (int j = 0; j < C; ++j) sum[j] = _mm512_setzero_si512();
-      for (int g = 0; g < 16; ++g) add_group<C>(s, a, b, g, sum);
-      // -32 x row r's scales 2p, 2p + 1 in the int16 halves of lane r (Q6_KFormat16's
-      // offsets), against each token's bsums pairs.
+      // The stored values are q + 32: 32 x sum_g scale_g x bsum_g comes off, as -32 x
+      // row r's scales 2p, 2p + 1 in the int16 halves of lane r (exact: |32 sc| <= 4096)
+      // against each token's bsums pairs.
       __m512i offsets[8];
       for (int p = 0; p < 8; ++p) {
         const __m128i first = _mm_load_si128(reinterpret_cast<const __m128i*>(s.scales[2 * p]));
@@ -205,46 +134,18 @@ struct PackedQ6_K16 {
       const __m512 d = _mm512_load_ps(s.d);
       #pragma GCC unroll 8
       for (int j = 0; j < C; ++j) {
+        // sum sc * (q - 32) * a = sum sc * q * a - 32 * sum_g sc_g * bsum_g, exactly.
         #pragma GCC unroll 8
         for (int p = 0; p < 8; ++p) sum[j] = _mm512_dpwssd_epi32(sum[j], offsets[p], broadcast4(a[j][b].bsums + 2 * p));
         acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[j]), _mm512_mul_ps(d, _mm512_set1_ps(a[j][b].d)), acc[j]);
       }
     }
   }
-
- private:
-  // Integer dot of group g (values 16 g ..: steps 4 (g % 2) .. + 3 of chunk c = g / 2)
-  // with C tokens, exact in int32, times the group's scale, added to sum. Chunk c = 4n + m
-  // takes the low (m < 2) or high nibbles of ql run 2n + m % 2 and bits 2m, 2m + 1 of qh
-  // half n, as q6_values does.
-  template <int C>
-  static void add_group(const Strip& s, const BlockQ8_K* const* a, int64_t b, int g, __m512i* sum) {
-    const int c = g / 2, n = c / 4, m = c % 4;
-    const __m512i low4 = _mm512_set1_epi8(0x0f), top_bits = _mm512_set1_epi8(0x30);
-    __m512i dot[C];
-    for (int j = 0; j < C; ++j) dot[j] = _mm512_setzero_si512();
-    #pragma GCC unroll 4
-    for (int i = 0; i < 4; ++i) {
-      const int k = 4 * (g % 2) + i;
-      const __m512i ql = load512(s.ql[2 * n + m % 2][k]), qh = load512(s.qh[n][k]);
-      const __m512i nibbles = _mm512_and_si512(m >= 2 ? _mm512_srli_epi16(ql, 4) : ql, low4);
-      const __m512i moved = m == 0   ? _mm512_slli_epi16(qh, 4)
-                            : m == 1 ? _mm512_slli_epi16(qh, 2)
-                            : m == 2 ? qh
-                                     : _mm512_srli_epi16(qh, 2);
-      const __m512i w = _mm512_ternarylogic_epi32(nibbles, moved, top_bits, 0xf8);  // nibbles | (moved & 0x30)
-      #pragma GCC unroll 8
-      for (int j = 0; j < C; ++j) dot[j] = dpbusd_broadcast(dot[j], w, a[j][b].qs + 32 * c + 4 * k);
-    }
-    const __m512i scale = _mm512_cvtepi8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(s.scales[g])));
-    #pragma GCC unroll 8
-    for (int j = 0; j < C; ++j) sum[j] = _mm512_add_epi32(sum[j], _mm512_mullo_epi32(dot[j], scale));
-  }
 };
 
 }  // namespace
 
-void tile_q6_K(const TileJob& job) { run_strips16<Q6_KFormat16, PackedQ6_K16>(job, gemv_q6_K); }
-size_t repack_q6_K(const TileJob& job, std::byte* out) { return repack_strips16<PackedQ6_K16>(job, out); }
+void tile_q6_K(const TileJob& job) { run_strips16<Q6_KFormat16>(job, gemv_q6_K); }
+size_t repack_q6_K(const TileJob& job, std::byte* out) { return repack_strips16<Q6_KFormat16>(job, out); }
 
 }  // namespace pagoda::backend::cpu::avx512vnni

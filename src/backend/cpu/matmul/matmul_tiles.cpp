@@ -25,13 +25,15 @@ const TileKernel* find_tile_kernel(DType weight, Isa isa, CpuNumerics numerics) 
   // nibble formats' always (their single-token kernel reads 16 rows side by side); Q8_0's
   // for rows of up to 1024 values, where its row-by-row single-token kernel spends much
   // of its time summing each row's lanes (a small model's output head), not for longer
-  // rows, which it streams from memory faster than the strips. The k-quants' kept
-  // copies serve batched decoding (tiles of up to 32 tokens); their single tokens
-  // stream the rows as stored, and prompts repack (the kept copies take their values
-  // apart once per 8 tokens: Q6_K's cost more than repacking past 32 tokens).
-  constexpr auto kept_k_quant = [](void (*run)(const TileJob&), size_t (*repack)(const TileJob&, std::byte*)) {
+  // rows, which it streams from memory faster than the strips. The k-quants' single
+  // tokens stream the rows as stored. Q4_K's and Q5_K's kept copies hold their packed
+  // bits, taken apart once per 8 tokens as they are multiplied: they serve batched
+  // decoding (tiles of up to 32 tokens), and prompts repack. Q6_K's hold a byte a value,
+  // as its scratch strips do, and serve every tile.
+  constexpr auto kept_k_quant = [](void (*run)(const TileJob&), size_t (*repack)(const TileJob&, std::byte*),
+                                   int64_t up_to_tokens) {
     return TileKernel{.run = run, .block_sums = false, .mirrors_reference = false, .needs_rows_of_8 = false,
-                      .repacks_rows = true, .strip_rows = 16, .repack = repack, .kept_for_tokens_up_to = 32};
+                      .repacks_rows = true, .strip_rows = 16, .repack = repack, .kept_for_tokens_up_to = up_to_tokens};
   };
   static constexpr TileKernel kQ8_0Vnni{avx512vnni::tile_q8_0, true, false, false, true, true, 16, avx512vnni::repack_q8_0, nullptr, nullptr, 1024},
       kQ4_0Vnni{avx512vnni::tile_q4_0, true, false, false, true, true, 16, avx512vnni::repack_q4_0, nullptr, nullptr, kAnyLength},
@@ -39,9 +41,9 @@ const TileKernel* find_tile_kernel(DType weight, Isa isa, CpuNumerics numerics) 
       kIQ4_NLVnni{avx512vnni::tile_iq4_nl, true, false, false, true, true, 16, avx512vnni::repack_iq4_nl, nullptr, nullptr, kAnyLength},
       kQ4_1Vnni{avx512vnni::tile_q4_1, false, false, false, true, true, 16, avx512vnni::repack_q4_1, nullptr, nullptr, kAnyLength},
       kQ5_1Vnni{avx512vnni::tile_q5_1, false, false, false, true, true, 16},
-      kQ4_KVnni = kept_k_quant(avx512vnni::tile_q4_K, avx512vnni::repack_q4_K),
-      kQ5_KVnni = kept_k_quant(avx512vnni::tile_q5_K, avx512vnni::repack_q5_K),
-      kQ6_KVnni = kept_k_quant(avx512vnni::tile_q6_K, avx512vnni::repack_q6_K);
+      kQ4_KVnni = kept_k_quant(avx512vnni::tile_q4_K, avx512vnni::repack_q4_K, 32),
+      kQ5_KVnni = kept_k_quant(avx512vnni::tile_q5_K, avx512vnni::repack_q5_K, 32),
+      kQ6_KVnni = kept_k_quant(avx512vnni::tile_q6_K, avx512vnni::repack_q6_K, kAnyLength);
   // The k-quants on the tile unit: the VNNI strips' bits, the integer products faster.
   static constexpr TileKernel kQ4_KAmx{amx::tile_q4_K, false, false, false, true, false, 16, nullptr,
                                        amx::prepare_activations_q8_K, amx::activation_tiles_q8_K},

@@ -171,11 +171,12 @@ size_t repack_q8_0(const TileJob& job, std::byte* out);
 size_t repack_q4_0(const TileJob& job, std::byte* out);
 size_t repack_iq4_nl(const TileJob& job, std::byte* out);
 size_t repack_q4_1(const TileJob& job, std::byte* out);
-// The k-quants' (matmul_strips_k_avx512vnni.cpp): the packed bytes moved into place, the
-// scales as bytes, a few percent over the size as stored.
+// The k-quants': Q4_K and Q5_K (matmul_strips_k_avx512vnni.cpp) the packed bytes moved
+// into place, the scales as bytes, a few percent over the size as stored; Q6_K
+// (matmul_strips_q6k_avx512vnni.cpp) a byte a value, 1.31 times the size as stored.
 size_t repack_q4_K(const TileJob& job, std::byte* out);
 size_t repack_q5_K(const TileJob& job, std::byte* out);
-size_t repack_q6_K(const TileJob& job, std::byte* out);  // matmul_strips_q6k_avx512vnni.cpp
+size_t repack_q6_K(const TileJob& job, std::byte* out);
 }  // namespace avx512vnni
 
 // Strips of 16 rows multiplied on the AMX tile unit (matmul_strips_*_amx.cpp): the VNNI
