@@ -132,11 +132,12 @@ inline __m128i scale_min_totals(const Block& w, const __m512i* quants, __m128i g
 }
 
 template <class Block>
-inline float scale_min_row(const TileJob& job, const ScaleMinToken& t, const BlockQ8_K* a, int64_t row) {
+inline float scale_min_row(const TileJob& job, const ScaleMinToken& t, const BlockQ8_K* a, int64_t row,
+                           const RowPrefetch& prefetch) {
   const Block* w = weight_row<Block>(job, row);
   __m128 acc = _mm_setzero_ps();  // [sum, minimums' share, ...]
   for (int64_t b = 0; b < job.n_in / kQK_K; ++b) {
-    prefetch_row_ahead(&w[b], sizeof(Block));
+    prefetch(&w[b], sizeof(Block));
     acc = f32_step(scale_min_totals(w[b], t.quants + 4 * b, t.groups[b]), halves(&w[b].d, 2), a[b].d, acc);
   }
   // acc - acc_min, as the strip kernels end.
@@ -145,11 +146,12 @@ inline float scale_min_row(const TileJob& job, const ScaleMinToken& t, const Blo
 
 template <class Block>
 void gemv_scale_min(const TileJob& job) {
+  const RowPrefetch prefetch;
   for (int64_t col = 0; col < job.n_cols; ++col) {
     const ScaleMinToken token(job, col);
     const BlockQ8_K* a = activation_row<BlockQ8_K>(job, col);
     float* y = job.y + static_cast<size_t>(col) * job.y_stride;
-    for (int64_t row = 0; row < job.n_rows; ++row) y[row] = scale_min_row<Block>(job, token, a, row);
+    for (int64_t row = 0; row < job.n_rows; ++row) y[row] = scale_min_row<Block>(job, token, a, row, prefetch);
   }
 }
 
@@ -198,11 +200,11 @@ inline __m128i q6_K_totals(const BlockQ6_K& w, const BlockQ8_K& a) {
   return lane_sums(_mm512_sub_epi32(sum, _mm512_zextsi256_si512(offset)), _mm_setzero_si128());
 }
 
-inline float q6_K_row(const TileJob& job, const BlockQ8_K* a, int64_t row) {
+inline float q6_K_row(const TileJob& job, const BlockQ8_K* a, int64_t row, const RowPrefetch& prefetch) {
   const BlockQ6_K* w = weight_row<BlockQ6_K>(job, row);
   __m128 acc = _mm_setzero_ps();
   for (int64_t b = 0; b < job.n_in / kQK_K; ++b) {
-    prefetch_row_ahead(&w[b], sizeof(BlockQ6_K));
+    prefetch(&w[b], sizeof(BlockQ6_K));
     acc = f32_step(q6_K_totals(w[b], a[b]), halves(&w[b].d, 1), a[b].d, acc);
   }
   return _mm_cvtss_f32(acc);
@@ -214,10 +216,11 @@ void gemv_q4_K(const TileJob& job) { gemv_scale_min<BlockQ4_K>(job); }
 void gemv_q5_K(const TileJob& job) { gemv_scale_min<BlockQ5_K>(job); }
 
 void gemv_q6_K(const TileJob& job) {
+  const RowPrefetch prefetch;
   for (int64_t col = 0; col < job.n_cols; ++col) {
     const BlockQ8_K* a = activation_row<BlockQ8_K>(job, col);
     float* y = job.y + static_cast<size_t>(col) * job.y_stride;
-    for (int64_t row = 0; row < job.n_rows; ++row) y[row] = q6_K_row(job, a, row);
+    for (int64_t row = 0; row < job.n_rows; ++row) y[row] = q6_K_row(job, a, row, prefetch);
   }
 }
 

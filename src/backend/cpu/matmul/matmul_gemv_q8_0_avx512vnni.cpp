@@ -60,14 +60,14 @@ inline __m256 block_scales(const BlockQ8_0* w) {
 }
 
 float q8_0_row(const TileJob& job, const BlockQ8_0* a_row, const __m512i* quants, const int32_t* a_sums,
-               const float* a_scales, int64_t row) {
+               const float* a_scales, int64_t row, const RowPrefetch& prefetch) {
   const BlockQ8_0* w = weight_row<BlockQ8_0>(job, row);
   const int64_t n_blocks = job.n_in / kQK;
   const __m512i bias = _mm512_set1_epi8(static_cast<char>(0x80));
   float acc = 0.0f;
   int64_t b = 0;
   for (; b + kGroupBlocks <= n_blocks; b += kGroupBlocks) {
-    prefetch_row_ahead(w + b, kGroupBlocks * sizeof(BlockQ8_0));
+    prefetch(w + b, kGroupBlocks * sizeof(BlockQ8_0));
     const __m512i* a = quants + 4 * (b / kGroupBlocks);
     __m512i dots[4];
     for (int k = 0; k < 4; ++k) {
@@ -95,13 +95,14 @@ float q8_0_row(const TileJob& job, const BlockQ8_0* a_row, const __m512i* quants
 }  // namespace
 
 void gemv_q8_0(const TileJob& job) {
+  const RowPrefetch prefetch;
   for (int64_t col = 0; col < job.n_cols; ++col) {
     const __m512i* quants = lay_out_token(job, col);
     const BlockQ8_0* a_row = activation_row<BlockQ8_0>(job, col);
     const int32_t* a_sums = job.a_sums + static_cast<size_t>(col) * job.a_sums_stride;
     const float* a_scales = avx2::activation_scales(job, col);
     float* y = job.y + static_cast<size_t>(col) * job.y_stride;
-    for (int64_t row = 0; row < job.n_rows; ++row) y[row] = q8_0_row(job, a_row, quants, a_sums, a_scales, row);
+    for (int64_t row = 0; row < job.n_rows; ++row) y[row] = q8_0_row(job, a_row, quants, a_sums, a_scales, row, prefetch);
   }
 }
 

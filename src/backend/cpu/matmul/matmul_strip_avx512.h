@@ -20,6 +20,7 @@
 
 #include "backend/cpu/matmul/matmul_strip_avx2.h"
 #include "backend/cpu/matmul/matmul_tiles.h"
+#include "core/cpu_features.h"
 
 // GCC 12 warns that the "undefined" source vector of _mm512_cvtepi32_ps may be used
 // uninitialized (its header initializes it from itself, on purpose); it is never read.
@@ -172,15 +173,29 @@ inline __m256i unpack_scales(const uint8_t* low, const uint8_t* high) {
 
 // The single-token kernels (matmul_gemv_*_avx512vnni.cpp) read one row after another,
 // start to end: one stream, whose bytes they ask for kRowPrefetchBytes ahead (in the row
-// being read or the next) into L1 and kL2RowPrefetchBytes ahead into L2 (matmul_tiles.h;
-// on Zen 4, 4, 6, 8 and 12 KiB ahead into L1 were no faster).
-inline void prefetch_row_ahead(const void* block, size_t bytes) {
-  const uintptr_t p = reinterpret_cast<uintptr_t>(block);
-  for (size_t at = 0; at < bytes; at += 64) {
-    _mm_prefetch(reinterpret_cast<const char*>(p + kRowPrefetchBytes + at), _MM_HINT_T0);
-    _mm_prefetch(reinterpret_cast<const char*>(p + kL2RowPrefetchBytes + at), _MM_HINT_T1);
+// being read or the next) into L1 (matmul_tiles.h; on Zen 4, 4, 6, 8 and 12 KiB ahead
+// were no faster) and, on Intel's cores, kL2RowPrefetchBytes ahead into L2 too: there
+// that second request raised decoding's share of the bandwidth markedly, while on AMD's
+// Zen 4 decoding ran faster without it (one of the two requests' worth of load slots a
+// line, and the L2's own prefetcher follows the stream). Made once per kernel call.
+class RowPrefetch {
+ public:
+  RowPrefetch() {
+    static const bool second = cpu_features().vendor != "AuthenticAMD";
+    into_l2_ = second;
   }
-}
+  // While `bytes` bytes at `block` are multiplied.
+  void operator()(const void* block, size_t bytes) const {
+    const uintptr_t p = reinterpret_cast<uintptr_t>(block);
+    for (size_t at = 0; at < bytes; at += 64) {
+      _mm_prefetch(reinterpret_cast<const char*>(p + kRowPrefetchBytes + at), _MM_HINT_T0);
+      if (into_l2_) _mm_prefetch(reinterpret_cast<const char*>(p + kL2RowPrefetchBytes + at), _MM_HINT_T1);
+    }
+  }
+
+ private:
+  bool into_l2_ = true;
+};
 
 // Writes the 16 row results of token `col` (the first `n_rows` of them).
 inline void store_strip16(const TileJob& job, int64_t row, int64_t col, int n_rows, __m512 v) {

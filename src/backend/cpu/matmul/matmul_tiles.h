@@ -67,8 +67,9 @@ inline constexpr int64_t kMinStripTokens = 4;
 // where the kernels ask twice, into L2 kL2RowPrefetchBytes on: on an Intel Xeon, where
 // one core keeps fewer misses in flight than the memory's latency asks for, that second
 // request raised decoding's share of the bandwidth markedly (3, 4 or 7 KiB on, or one
-// request alone, did less). A prefetch never faults, so the addresses (integers: they
-// may lie past the tensor) need no check.
+// request alone, did less); on AMD's Zen 4 the AVX-512 single-token kernels ran faster
+// without it, and ask once there (RowPrefetch, matmul_strip_avx512.h). A prefetch never
+// faults, so the addresses (integers: they may lie past the tensor) need no check.
 inline constexpr uintptr_t kRowPrefetchBytes = 2048;
 inline constexpr uintptr_t kL2RowPrefetchBytes = 5120;
 
