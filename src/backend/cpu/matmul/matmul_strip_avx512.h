@@ -116,6 +116,21 @@ class RepackPrefetch {
   int64_t lines_per_block_ = 0;  // 0: the near prefetch
 };
 
+// Calls repack_block(w, b) for each of the n_blocks blocks (or super-blocks) b of the strip
+// of rows [row, row + 16) of the tile (w: its rows, see strip16_rows), the repacking's
+// prefetch (RepackPrefetch) alongside.
+template <typename Block, class RepackBlock>
+inline void for_each_strip_block(const TileJob& job, int64_t row, int n_rows, int64_t n_blocks,
+                                 RepackBlock&& repack_block) {
+  const Block* w[kStrip16Rows];
+  strip16_rows(job, row, n_rows, w);
+  RepackPrefetch<Block> prefetch(job, row, n_blocks);
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    prefetch(b, w, n_rows);
+    repack_block(w, b);
+  }
+}
+
 // A 16-row transpose of 8 dwords per row (24 instructions): the rows come in pairs, z[i]
 // holding row paired_row(i) in its low 256 bits and row paired_row(i) + 4 in its high
 // ones (so rows 0..3 beside 4..7 in z[0..3], rows 8..11 beside 12..15 in z[4..7]);

@@ -33,6 +33,45 @@ struct alignas(64) StripK16 {
 // Whole cache lines; within the scratch of 16 rows (tile_scratch_bytes per 8 rows).
 static_assert(sizeof(StripK16) % 64 == 0 && sizeof(StripK16) <= 2 * (kQK_K / 32) * 384);
 
+// The f32 steps of the AVX2 multiply, for the scratch strips and the kept copies alike: per
+// super-block one FMA of the scaled sum and one of the minimums' share into a second
+// accumulator, subtracted at the end. Format::add_scaled_sums<C>(s, a, b, sum) adds each
+// token's exact sum over the sub-blocks of scale x integer dot; Format::min_lanes(s, m)
+// gives sub-block j's minimums in both int16 halves of the lanes of m[j], so that one
+// vpdpwssd per sub-block against a bsums pair gives lane r the sum over sub-blocks of row
+// r's minimum times the token's sum over the sub-block (exact; the AVX2 kernel adds each
+// bsums pair first, in int16, where it cannot overflow).
+template <class Format, int C>
+void multiply_scale_min(const TileJob& job, const typename Format::Strip* strip, int64_t col, __m512* acc,
+                        const char* ahead) {
+  const BlockQ8_K* a[C];
+  __m512 acc_min[C];
+  for (int j = 0; j < C; ++j) {
+    a[j] = activation_row<BlockQ8_K>(job, col + j);
+    acc[j] = acc_min[j] = _mm512_setzero_ps();
+  }
+  for (int64_t b = 0; b < job.n_in / kQK_K; ++b) {
+    const typename Format::Strip& s = strip[b];
+    prefetch_strip_block<typename Format::Strip>(job, ahead, b);
+    __m512i sum[C];
+    for (int j = 0; j < C; ++j) sum[j] = _mm512_setzero_si512();
+    Format::template add_scaled_sums<C>(s, a, b, sum);
+    __m512i mins[8];
+    Format::min_lanes(s, mins);
+    const __m512 d = _mm512_load_ps(s.d), dmin = _mm512_load_ps(s.dmin);
+    #pragma GCC unroll 8
+    for (int j = 0; j < C; ++j) {
+      __m512i min_dot = _mm512_setzero_si512();
+      #pragma GCC unroll 8
+      for (int sub = 0; sub < 8; ++sub) min_dot = _mm512_dpwssd_epi32(min_dot, mins[sub], broadcast4(a[j][b].bsums + 2 * sub));
+      const __m512 ad = _mm512_set1_ps(a[j][b].d);
+      acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[j]), _mm512_mul_ps(d, ad), acc[j]);
+      acc_min[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(min_dot), _mm512_mul_ps(dmin, ad), acc_min[j]);
+    }
+  }
+  for (int j = 0; j < C; ++j) acc[j] = _mm512_sub_ps(acc[j], acc_min[j]);
+}
+
 template <class Values>
 struct ScaleMinFormat16 {
   using Strip = StripK16;
@@ -41,11 +80,7 @@ struct ScaleMinFormat16 {
   static int64_t strip_length(int64_t n_in) { return n_in / kQK_K; }
 
   static void repack(const TileJob& job, int64_t row, int n_rows, Strip* strip) {
-    const Block* w[kStrip16Rows];
-    strip16_rows(job, row, n_rows, w);
-    RepackPrefetch<Block> prefetch(job, row, strip_length(job.n_in));
-    for (int64_t b = 0; b < job.n_in / kQK_K; ++b) {
-      prefetch(b, w, n_rows);
+    for_each_strip_block<Block>(job, row, n_rows, strip_length(job.n_in), [&](const Block* const* w, int64_t b) {
       Strip& s = strip[b];
       repack_scales(w, b, s);
       #pragma GCC unroll 8
@@ -54,7 +89,7 @@ struct ScaleMinFormat16 {
         sub_block_chunks<Values>(w, b, sub, chunks);
         for (int k = 0; k < 8; ++k) store512(s.qs[sub][k], chunks[k]);
       }
-    }
+    });
   }
 
   // The scales, minimums, d and dmin of super-block b of the 16 rows.
@@ -85,40 +120,18 @@ struct ScaleMinFormat16 {
     for (int j = 0; j < C; ++j) sum[j] = _mm512_add_epi32(sum[j], _mm512_mullo_epi32(dot[j], scale));
   }
 
-  // Lane r: sum over sub-blocks s of row r's min_s times the token's sum over s (exact;
-  // the AVX2 kernel adds each bsums pair first, in int16, where it cannot overflow).
-  static __m512i min_dot(const Strip& s, const BlockQ8_K& a) {
-    __m512i dot = _mm512_setzero_si512();
-    #pragma GCC unroll 8
-    for (int sub = 0; sub < 8; ++sub) dot = _mm512_dpwssd_epi32(dot, load512(s.mins[sub]), broadcast4(a.bsums + 2 * sub));
-    return dot;
+  template <int C>
+  static void add_scaled_sums(const Strip& s, const BlockQ8_K* const* a, int64_t b, __m512i* sum) {
+    for (int sub = 0; sub < 8; ++sub) add_sub_block<C>(s, a, b, sub, sum);
   }
 
-  // The f32 steps of the AVX2 multiply: per super-block one FMA of the scaled sum and one
-  // of the minimums' share into a second accumulator, subtracted at the end.
+  static void min_lanes(const Strip& s, __m512i mins[8]) {
+    for (int sub = 0; sub < 8; ++sub) mins[sub] = _mm512_load_si512(s.mins[sub]);
+  }
+
   template <int C>
   static void multiply(const TileJob& job, const Strip* strip, int64_t col, __m512* acc, const char* ahead) {
-    const BlockQ8_K* a[C];
-    __m512 acc_min[C];
-    for (int j = 0; j < C; ++j) {
-      a[j] = activation_row<BlockQ8_K>(job, col + j);
-      acc[j] = acc_min[j] = _mm512_setzero_ps();
-    }
-    for (int64_t b = 0; b < job.n_in / kQK_K; ++b) {
-      const Strip& s = strip[b];
-      prefetch_strip_block<Strip>(job, ahead, b);
-      __m512i sum[C];
-      for (int j = 0; j < C; ++j) sum[j] = _mm512_setzero_si512();
-      for (int sub = 0; sub < 8; ++sub) add_sub_block<C>(s, a, b, sub, sum);
-      const __m512 d = _mm512_load_ps(s.d), dmin = _mm512_load_ps(s.dmin);
-      #pragma GCC unroll 8
-      for (int j = 0; j < C; ++j) {
-        const __m512 ad = _mm512_set1_ps(a[j][b].d);
-        acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[j]), _mm512_mul_ps(d, ad), acc[j]);
-        acc_min[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(min_dot(s, a[j][b])), _mm512_mul_ps(dmin, ad), acc_min[j]);
-      }
-    }
-    for (int j = 0; j < C; ++j) acc[j] = _mm512_sub_ps(acc[j], acc_min[j]);
+    multiply_scale_min<ScaleMinFormat16, C>(job, strip, col, acc, ahead);
   }
 };
 
@@ -150,11 +163,7 @@ struct PackedK16 {
   static int64_t strip_length(int64_t n_in) { return n_in / kQK_K; }
 
   static void repack(const TileJob& job, int64_t row, int n_rows, Strip* strip) {
-    const Block* w[kStrip16Rows];
-    strip16_rows(job, row, n_rows, w);
-    RepackPrefetch<Block> prefetch(job, row, strip_length(job.n_in));
-    for (int64_t b = 0; b < job.n_in / kQK_K; ++b) {
-      prefetch(b, w, n_rows);
+    for_each_strip_block<Block>(job, row, n_rows, strip_length(job.n_in), [&](const Block* const* w, int64_t b) {
       Strip& s = strip[b];
       for (int p = 0; p < 4; ++p) move_into_place(w, b, offsetof(Block, qs) + 32 * p, s.qs[p]);
       if constexpr (kHighBits) move_into_place(w, b, offsetof(Block, qh), s.qh);
@@ -165,41 +174,25 @@ struct PackedK16 {
         _mm_store_si128(reinterpret_cast<__m128i*>(s.mins[j]), _mm512_cvtepi32_epi8(mins[j]));
       }
       store_d_dmin(w, b, s.d, s.dmin);
+    });
+  }
+
+  template <int C>
+  static void add_scaled_sums(const Strip& s, const BlockQ8_K* const* a, int64_t b, __m512i* sum) {
+    for (int p = 0; p < 4; ++p) add_sub_block_pair<C>(s, a, b, p, sum);
+  }
+
+  // The minimums, kept as bytes, widened into both int16 halves of their lanes.
+  static void min_lanes(const Strip& s, __m512i mins[8]) {
+    for (int sub = 0; sub < 8; ++sub) {
+      const __m512i m = _mm512_cvtepu8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(s.mins[sub])));
+      mins[sub] = _mm512_or_si512(m, _mm512_slli_epi32(m, 16));
     }
   }
 
-  // ScaleMinFormat16::multiply's integer sums and f32 steps, from the kept strips.
   template <int C>
   static void multiply(const TileJob& job, const Strip* strip, int64_t col, __m512* acc, const char* ahead) {
-    const BlockQ8_K* a[C];
-    __m512 acc_min[C];
-    for (int j = 0; j < C; ++j) {
-      a[j] = activation_row<BlockQ8_K>(job, col + j);
-      acc[j] = acc_min[j] = _mm512_setzero_ps();
-    }
-    for (int64_t b = 0; b < job.n_in / kQK_K; ++b) {
-      const Strip& s = strip[b];
-      prefetch_strip_block<Strip>(job, ahead, b);
-      __m512i sum[C];
-      for (int j = 0; j < C; ++j) sum[j] = _mm512_setzero_si512();
-      for (int p = 0; p < 4; ++p) add_sub_block_pair<C>(s, a, b, p, sum);
-      // The minimums in both int16 halves of their lanes, against each token's bsums pairs.
-      __m512i mins[8];
-      for (int sub = 0; sub < 8; ++sub) {
-        const __m512i m = _mm512_cvtepu8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(s.mins[sub])));
-        mins[sub] = _mm512_or_si512(m, _mm512_slli_epi32(m, 16));
-      }
-      const __m512 d = _mm512_load_ps(s.d), dmin = _mm512_load_ps(s.dmin);
-      #pragma GCC unroll 8
-      for (int j = 0; j < C; ++j) {
-        __m512i min_dot = _mm512_setzero_si512();
-        for (int sub = 0; sub < 8; ++sub) min_dot = _mm512_dpwssd_epi32(min_dot, mins[sub], broadcast4(a[j][b].bsums + 2 * sub));
-        const __m512 ad = _mm512_set1_ps(a[j][b].d);
-        acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[j]), _mm512_mul_ps(d, ad), acc[j]);
-        acc_min[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(min_dot), _mm512_mul_ps(dmin, ad), acc_min[j]);
-      }
-    }
-    for (int j = 0; j < C; ++j) acc[j] = _mm512_sub_ps(acc[j], acc_min[j]);
+    multiply_scale_min<PackedK16, C>(job, strip, col, acc, ahead);
   }
 
  private:

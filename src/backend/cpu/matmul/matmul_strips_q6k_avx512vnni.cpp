@@ -70,11 +70,7 @@ struct Q6_KFormat16 {
   static int64_t strip_length(int64_t n_in) { return n_in / kQK_K; }
 
   static void repack(const TileJob& job, int64_t row, int n_rows, Strip* strip) {
-    const BlockQ6_K* w[kStrip16Rows];
-    strip16_rows(job, row, n_rows, w);
-    RepackPrefetch<BlockQ6_K> prefetch(job, row, strip_length(job.n_in));
-    for (int64_t b = 0; b < job.n_in / kQK_K; ++b) {
-      prefetch(b, w, n_rows);
+    for_each_strip_block<BlockQ6_K>(job, row, n_rows, strip_length(job.n_in), [&](const BlockQ6_K* const* w, int64_t b) {
       Strip& s = strip[b];
       __m512i scales[16];
       scale_lanes(w, b, scales);
@@ -87,7 +83,7 @@ struct Q6_KFormat16 {
         transpose_rows16(pairs, chunks);
         for (int k = 0; k < 8; ++k) store512(s.qs[c][k], chunks[k]);
       }
-    }
+    });
   }
 
   // Integer dot of group g (16 values: steps 4 (g % 2) .. + 3 of chunk g / 2) with C
