@@ -140,6 +140,7 @@ void tile_q5_1(const TileJob& job);
 void tile_q4_K(const TileJob& job);
 void tile_q5_K(const TileJob& job);
 void tile_q6_K(const TileJob& job);
+void tile_iq4_xs(const TileJob& job);
 // Per-pair accumulators (matmul_pairs_avx2.cpp): the reference's rounding for these types.
 void pairs_q8_0(const TileJob& job);
 void pairs_q5_0(const TileJob& job);
@@ -160,6 +161,7 @@ void tile_q5_1(const TileJob& job);
 void tile_q4_K(const TileJob& job);
 void tile_q5_K(const TileJob& job);
 void tile_q6_K(const TileJob& job);
+void tile_iq4_xs(const TileJob& job);  // its single-token kernel inside (matmul_strips_iq4xs_avx512vnni.cpp)
 // Single-token kernels (matmul_gemv_*_avx512vnni.cpp), for tiles of fewer than 4 tokens:
 // the blocks as stored, the strip kernels' bits.
 void gemv_q8_0(const TileJob& job);
@@ -178,6 +180,9 @@ size_t repack_q4_1(const TileJob& job, std::byte* out);
 size_t repack_q4_K(const TileJob& job, std::byte* out);
 size_t repack_q5_K(const TileJob& job, std::byte* out);
 size_t repack_q6_K(const TileJob& job, std::byte* out);
+// IQ4_XS's: the packed bytes moved into place, the scales as bytes (2240 bytes per 16 x 256
+// values against 2176 as stored); one layout with its scratch strips.
+size_t repack_iq4_xs(const TileJob& job, std::byte* out);
 }  // namespace avx512vnni
 
 // Strips of 16 rows multiplied on the AMX tile unit (matmul_strips_*_amx.cpp): the VNNI

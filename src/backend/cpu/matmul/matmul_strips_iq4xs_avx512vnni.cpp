@@ -1,0 +1,184 @@
+// AVX-512 VNNI kernels of IQ4_XS against Q8_K activations: the 16-row strips, their kept
+// copy and the single-token kernel, with the AVX2 kernels' arithmetic (matmul_strip_iq4xs.h)
+// and so their bits.
+//
+// vpdpbusd wants its first operand unsigned: the codebook is looked up with 128 added
+// (1..241), which sums each sub-block's dot with 128 times the token's sum over the
+// sub-block (Q8_K's bsums) too; that share, times the scale, comes off in int32, exactly.
+// One layout serves the scratch strips and the kept copy: each super-block of 16 rows
+// with its packed bytes moved into place, the nibbles looked up as they are multiplied
+// (once per group of tokens), the scales as bytes, d as f32: 2240 bytes against 2176 as
+// stored.
+
+#include <cstddef>
+#include <cstring>
+
+#include "backend/cpu/matmul/matmul_strip_avx512.h"
+#include "backend/cpu/matmul/matmul_strip_iq4xs.h"
+#include "quant/blocks.h"
+
+namespace pagoda::backend::cpu::avx512vnni {
+namespace {
+
+using quant::BlockIQ4_XS;
+using quant::BlockQ8_K;
+using quant::kQK_K;
+
+struct alignas(64) PackedStripIQ4_XS {
+  uint8_t qs[4][8][64];  // [pair p][chunk k]: bytes 32p + 4k.. of row r's qs in lane r (sub-block
+                         // 2p + k / 4: values 4 (k % 4).. in the low nibbles, 16 + 4 (k % 4).. in the high)
+  int8_t scales[8][16];  // [sub-block][row]: ls - 32
+  float d[kStrip16Rows];
+};
+static_assert(sizeof(PackedStripIQ4_XS) == 2240);
+
+// The codebook plus 128, unsigned, in every 128-bit lane.
+inline __m512i unsigned_codebook() {
+  return _mm512_add_epi8(_mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(quant::kIQ4NLValues))),
+                         _mm512_set1_epi8(-128));
+}
+
+// 128 x (ls - 32) in both int16 halves of each lane: against a bsums pair, vpdpwssd gives
+// the share of the 128 added to the values over one sub-block.
+inline __m512i offset_pairs(__m512i scales) {
+  const __m512i offset = _mm512_slli_epi32(scales, 7);
+  return _mm512_or_si512(_mm512_and_si512(offset, _mm512_set1_epi32(0xffff)), _mm512_slli_epi32(offset, 16));
+}
+
+struct PackedIQ4_XS16 {
+  using Strip = PackedStripIQ4_XS;
+
+  static int64_t strip_length(int64_t n_in) { return n_in / kQK_K; }
+
+  static void repack(const TileJob& job, int64_t row, int n_rows, Strip* strip) {
+    for_each_strip_block<BlockIQ4_XS>(job, row, n_rows, strip_length(job.n_in), [&](const BlockIQ4_XS* const* w, int64_t b) {
+      Strip& s = strip[b];
+      for (int p = 0; p < 4; ++p) move_into_place(w, b, offsetof(BlockIQ4_XS, qs) + 32 * p, s.qs[p]);
+      __m512i pairs[8], scales[8];  // [row pair]: 8 scales of each row, int32
+      for (int i = 0; i < 8; ++i) {
+        pairs[i] = _mm512_inserti64x4(_mm512_castsi256_si512(avx2::iq4_xs_scales(w[paired_row(i)][b])),
+                                      avx2::iq4_xs_scales(w[paired_row(i) + 4][b]), 1);
+      }
+      transpose_rows16(pairs, scales);
+      for (int j = 0; j < 8; ++j) _mm_store_si128(reinterpret_cast<__m128i*>(s.scales[j]), _mm512_cvtepi32_epi8(scales[j]));
+      for (int h = 0; h < 2; ++h) {
+        _mm256_store_ps(s.d + 8 * h, avx2::strip_halves(w + 8 * h, b, offsetof(BlockIQ4_XS, d)));
+      }
+    });
+  }
+
+  template <int C>
+  static void multiply(const TileJob& job, const Strip* strip, int64_t col, __m512* acc, const char* ahead) {
+    const __m512i codebook = unsigned_codebook(), low4 = _mm512_set1_epi8(0x0f);
+    const BlockQ8_K* a[C];
+    for (int j = 0; j < C; ++j) {
+      a[j] = activation_row<BlockQ8_K>(job, col + j);
+      acc[j] = _mm512_setzero_ps();
+    }
+    for (int64_t b = 0; b < job.n_in / kQK_K; ++b) {
+      const Strip& s = strip[b];
+      prefetch_strip_block<Strip>(job, ahead, b);
+      __m512i total[C], offset_share[C];
+      for (int j = 0; j < C; ++j) total[j] = offset_share[j] = _mm512_setzero_si512();
+      for (int sub = 0; sub < 8; ++sub) {
+        __m512i dot[C];
+        for (int j = 0; j < C; ++j) dot[j] = _mm512_setzero_si512();
+        #pragma GCC unroll 4
+        for (int k = 0; k < 4; ++k) {
+          const __m512i packed = load512(s.qs[sub / 2][4 * (sub % 2) + k]);
+          const __m512i first = _mm512_shuffle_epi8(codebook, _mm512_and_si512(packed, low4));
+          const __m512i second = _mm512_shuffle_epi8(codebook, _mm512_and_si512(_mm512_srli_epi16(packed, 4), low4));
+          #pragma GCC unroll 8
+          for (int j = 0; j < C; ++j) {
+            dot[j] = dpbusd_broadcast(dot[j], first, a[j][b].qs + 32 * sub + 4 * k);
+            dot[j] = dpbusd_broadcast(dot[j], second, a[j][b].qs + 32 * sub + 16 + 4 * k);
+          }
+        }
+        const __m512i scale = _mm512_cvtepi8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(s.scales[sub])));
+        const __m512i offset = offset_pairs(scale);
+        #pragma GCC unroll 8
+        for (int j = 0; j < C; ++j) {
+          total[j] = _mm512_add_epi32(total[j], _mm512_mullo_epi32(dot[j], scale));
+          offset_share[j] = _mm512_dpwssd_epi32(offset_share[j], offset, broadcast4(a[j][b].bsums + 2 * sub));
+        }
+      }
+      const __m512 d = _mm512_load_ps(s.d);
+      #pragma GCC unroll 8
+      for (int j = 0; j < C; ++j) {
+        const __m512i exact = _mm512_sub_epi32(total[j], offset_share[j]);
+        acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(exact), _mm512_mul_ps(d, _mm512_set1_ps(a[j][b].d)), acc[j]);
+      }
+    }
+  }
+};
+
+// ---- one token, the blocks as stored -------------------------------------------------
+
+// The token's sums over each sub-block (int32 [n_blocks][8]), once per tile, in scratch.
+inline const __m256i* sub_block_sums(const TileJob& job, const BlockQ8_K* a) {
+  auto* sums = reinterpret_cast<__m256i*>(job.scratch);
+  for (int64_t b = 0; b < job.n_in / kQK_K; ++b) {
+    sums[b] = _mm256_cvtepi16_epi32(_mm_hadd_epi16(avx2::load128(a[b].bsums), avx2::load128(a[b].bsums + 8)));
+  }
+  return sums;
+}
+
+// One row's super-block: 16 int32 lanes that add up to its total (exact). Pair p's 32
+// bytes lie in the 128-bit lanes of a vector as [bytes 0..15, 0..15, 16..31, 16..31],
+// nibbles low, high, low, high: sub-blocks 2p and 2p + 1 in the order of the token's
+// 64 bytes from 64p, one vpdpbusd; lanes 0..7 then belong to sub-block 2p, 8..15 to 2p + 1.
+inline __m512i row_block_lanes(const BlockIQ4_XS& w, const BlockQ8_K& a, __m256i sub_sums) {
+  const __m512i codebook = unsigned_codebook();
+  const __m512i shifts = _mm512_setr_epi64(0, 0, 0x0004000400040004, 0x0004000400040004, 0, 0, 0x0004000400040004,
+                                           0x0004000400040004);
+  const __m256i scales8 = avx2::iq4_xs_scales(w);
+  const __m512i scales = _mm512_castsi256_si512(scales8);
+  __m512i sum = _mm512_setzero_si512();
+  for (int p = 0; p < 4; ++p) {
+    const __m512i bytes = _mm512_broadcast_i64x4(avx2::load256(w.qs + 32 * p));
+    const __m512i spread = _mm512_shuffle_i64x2(bytes, bytes, _MM_SHUFFLE(1, 1, 0, 0));
+    const __m512i nibbles = _mm512_and_si512(_mm512_srlv_epi16(spread, shifts), _mm512_set1_epi8(0x0f));
+    const __m512i dot = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_shuffle_epi8(codebook, nibbles), load512(a.qs + 64 * p));
+    const __m512i scale = _mm512_permutexvar_epi32(
+        _mm512_inserti64x4(_mm512_set1_epi32(2 * p), _mm256_set1_epi32(2 * p + 1), 1), scales);
+    sum = _mm512_add_epi32(sum, _mm512_mullo_epi32(dot, scale));
+  }
+  // 128 x sum_s scale_s x (the token's sum over s) comes off.
+  const __m256i offset = _mm256_slli_epi32(_mm256_mullo_epi32(scales8, sub_sums), 7);
+  return _mm512_sub_epi32(sum, _mm512_zextsi256_si512(offset));
+}
+
+// The sum of v's 16 int32 lanes.
+inline int32_t lane_total(__m512i v) {
+  const __m256i h8 = _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
+  const __m128i h4 = _mm_add_epi32(_mm256_castsi256_si128(h8), _mm256_extracti128_si256(h8, 1));
+  const __m128i h2 = _mm_add_epi32(h4, _mm_unpackhi_epi64(h4, h4));
+  return _mm_cvtsi128_si32(_mm_add_epi32(h2, _mm_shuffle_epi32(h2, 1)));
+}
+
+void gemv_iq4_xs(const TileJob& job) {
+  const RowPrefetch prefetch;
+  const int64_t n_blocks = job.n_in / kQK_K;
+  for (int64_t col = 0; col < job.n_cols; ++col) {
+    const BlockQ8_K* a = activation_row<BlockQ8_K>(job, col);
+    const __m256i* sub_sums = sub_block_sums(job, a);
+    float* y = job.y + static_cast<size_t>(col) * job.y_stride;
+    for (int64_t row = 0; row < job.n_rows; ++row) {
+      const BlockIQ4_XS* w = weight_row<BlockIQ4_XS>(job, row);
+      __m128 acc = _mm_setzero_ps();
+      for (int64_t b = 0; b < n_blocks; ++b) {
+        prefetch(&w[b], sizeof(BlockIQ4_XS));
+        const __m128 total = _mm_cvtsi32_ss(_mm_setzero_ps(), lane_total(row_block_lanes(w[b], a[b], sub_sums[b])));
+        acc = _mm_fmadd_ss(total, _mm_set_ss(_cvtsh_ss(w[b].d) * a[b].d), acc);
+      }
+      y[row] = _mm_cvtss_f32(acc);
+    }
+  }
+}
+
+}  // namespace
+
+void tile_iq4_xs(const TileJob& job) { run_strips16<PackedIQ4_XS16>(job, gemv_iq4_xs); }
+size_t repack_iq4_xs(const TileJob& job, std::byte* out) { return repack_strips16<PackedIQ4_XS16>(job, out); }
+
+}  // namespace pagoda::backend::cpu::avx512vnni
