@@ -186,6 +186,13 @@ inline __m256i unpack_scales(const uint8_t* low, const uint8_t* high) {
   return _mm256_or_si256(low_bits, _mm256_and_si256(_mm256_srli_epi16(top, 2), _mm256_set1_epi8(0x30)));
 }
 
+// Whether single-token passes ask for their weights into L2 far ahead, besides L1 (not on
+// AMD's cores: see RowPrefetch and run_strips16).
+inline bool single_token_l2_prefetch() {
+  static const bool helps = cpu_features().vendor != "AuthenticAMD";
+  return helps;
+}
+
 // The single-token kernels (matmul_gemv_*_avx512vnni.cpp) read one row after another,
 // start to end: one stream, whose bytes they ask for kRowPrefetchBytes ahead (in the row
 // being read or the next) into L1 (matmul_tiles.h; on Zen 4, 4, 6, 8 and 12 KiB ahead
@@ -195,10 +202,7 @@ inline __m256i unpack_scales(const uint8_t* low, const uint8_t* high) {
 // line, and the L2's own prefetcher follows the stream). Made once per kernel call.
 class RowPrefetch {
  public:
-  RowPrefetch() {
-    static const bool second = cpu_features().vendor != "AuthenticAMD";
-    into_l2_ = second;
-  }
+  RowPrefetch() : into_l2_(single_token_l2_prefetch()) {}
   // While `bytes` bytes at `block` are multiplied.
   void operator()(const void* block, size_t bytes) const {
     const uintptr_t p = reinterpret_cast<uintptr_t>(block);
@@ -209,7 +213,7 @@ class RowPrefetch {
   }
 
  private:
-  bool into_l2_ = true;
+  bool into_l2_;
 };
 
 // Writes the 16 row results of token `col` (the first `n_rows` of them).
@@ -247,7 +251,9 @@ size_t repack_strips16(const TileJob& job, std::byte* out) {
 // at least kKeptPrefetchBytes on, block by block, into L2 (past the panel too: the matmul
 // gives such tiles long runs of rows, so the bytes ahead are mostly the same thread's
 // next ones; 64 KiB did better than 32 or 128, and as well as 16 with the long runs).
-// Tiles of many tokens spend their time multiplying and ask for nothing.
+// Tiles of many tokens spend their time multiplying and ask for nothing; so do single
+// tokens on AMD's Zen 4, whose L2 prefetcher follows the one run of bytes by itself and
+// whose decoding ran markedly faster without the requests (single_token_l2_prefetch).
 constexpr size_t kKeptPrefetchBytes = 64 * 1024;
 
 // Every token of the tile against the repacked strips of its rows, job.cols_per_pass
@@ -315,7 +321,9 @@ void run_strips16(const TileJob& job, void (*single_tokens)(const TileJob&)) {
   if (job.strips != nullptr) {
     const size_t strip_bytes = static_cast<size_t>(Kept::strip_length(job.n_in)) * sizeof(typename Kept::Strip);
     const uintptr_t distance =
-        job.n_cols <= kFarPrefetchTokens ? avx2::whole_strips_ahead(strip_bytes, kKeptPrefetchBytes) : 0;
+        job.n_cols <= kFarPrefetchTokens && (job.n_cols >= kMinRepackTokens || single_token_l2_prefetch())
+            ? avx2::whole_strips_ahead(strip_bytes, kKeptPrefetchBytes)
+            : 0;
     multiply_strips16<Kept>(job, reinterpret_cast<const typename Kept::Strip*>(job.strips), distance);
     return;
   }

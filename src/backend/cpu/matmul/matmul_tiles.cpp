@@ -44,7 +44,7 @@ const TileKernel* find_tile_kernel(DType weight, Isa isa, CpuNumerics numerics) 
       kQ4_KVnni = kept_k_quant(avx512vnni::tile_q4_K, avx512vnni::repack_q4_K, 32),
       kQ5_KVnni = kept_k_quant(avx512vnni::tile_q5_K, avx512vnni::repack_q5_K, 32),
       kQ6_KVnni = kept_k_quant(avx512vnni::tile_q6_K, avx512vnni::repack_q6_K, kAnyLength),
-      kIQ4_XSVnni = kept_k_quant(avx512vnni::tile_iq4_xs, avx512vnni::repack_iq4_xs, kAnyLength);
+      kIQ4_XSVnni{avx512vnni::tile_iq4_xs, false, false, false, true, false, 16, avx512vnni::repack_iq4_xs, nullptr, nullptr, kAnyLength};
   // The k-quants on the tile unit: the VNNI strips' bits, the integer products faster.
   static constexpr TileKernel kQ4_KAmx{amx::tile_q4_K, false, false, false, true, false, 16, nullptr,
                                        amx::prepare_activations_q8_K, amx::activation_tiles_q8_K},
