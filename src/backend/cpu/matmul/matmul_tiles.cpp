@@ -29,7 +29,9 @@ const TileKernel* find_tile_kernel(DType weight, Isa isa, CpuNumerics numerics) 
   // tokens stream the rows as stored. Q4_K's and Q5_K's kept copies hold their packed
   // bits, taken apart once per 8 tokens as they are multiplied: they serve batched
   // decoding (tiles of up to 32 tokens), and prompts repack. Q6_K's hold a byte a value,
-  // as its scratch strips do, and serve every tile.
+  // as its scratch strips do, and serve every tile. IQ4_XS's, its packed bytes in place
+  // (the layout of its scratch strips too), serve every tile, single tokens included: its
+  // single-token kernel on the rows as stored spends about three times their arithmetic.
   constexpr auto kept_k_quant = [](void (*run)(const TileJob&), size_t (*repack)(const TileJob&, std::byte*),
                                    int64_t up_to_tokens) {
     return TileKernel{.run = run, .block_sums = false, .mirrors_reference = false, .needs_rows_of_8 = false,
