@@ -10,6 +10,9 @@
 
 #include <immintrin.h>
 
+#include <cstdint>
+#include <cstring>
+
 #include "backend/cpu/matmul/matmul_strip_avx2.h"
 #include "quant/blocks.h"
 
