@@ -22,11 +22,11 @@ using quant::BlockQ5_K;
 using quant::BlockQ8_K;
 using quant::kQK_K;
 
-// One super-block of 16 rows (5248 bytes).
+// One super-block of 16 rows (4992 bytes).
 struct alignas(64) StripK16 {
-  uint8_t qs[8][8][64];   // [sub-block][chunk of 4 values][row x 4]
-  int32_t scales[8][16];  // [sub-block][row]
-  int32_t mins[8][16];    // [sub-block][row]: the minimum in both int16 halves, against a bsums pair
+  uint8_t qs[8][8][64];      // [sub-block][chunk of 4 values][row x 4]
+  int32_t scales[8][16];     // [sub-block][row]
+  int32_t min_pairs[4][16];  // [pair p][row]: the minimums of sub-blocks 2p, 2p + 1 as int16
   float d[kStrip16Rows];
   float dmin[kStrip16Rows];
 };
@@ -36,11 +36,12 @@ static_assert(sizeof(StripK16) % 64 == 0 && sizeof(StripK16) <= 2 * (kQK_K / 32)
 // The f32 steps of the AVX2 multiply, for the scratch strips and the kept copies alike: per
 // super-block one FMA of the scaled sum and one of the minimums' share into a second
 // accumulator, subtracted at the end. Format::add_scaled_sums<C>(s, a, b, sum) adds each
-// token's exact sum over the sub-blocks of scale x integer dot; Format::min_lanes(s, m)
-// gives sub-block j's minimums in both int16 halves of the lanes of m[j], so that one
-// vpdpwssd per sub-block against a bsums pair gives lane r the sum over sub-blocks of row
-// r's minimum times the token's sum over the sub-block (exact; the AVX2 kernel adds each
-// bsums pair first, in int16, where it cannot overflow).
+// token's exact sum over the sub-blocks of scale x integer dot; Format::min_pairs(s, m)
+// gives the minimums of sub-blocks 2p and 2p + 1 as the int16 halves of the lanes of m[p],
+// so that one vpdpwssd per pair of sub-blocks against the token's sums over those two
+// gives lane r the sum over sub-blocks of row r's minimum times the token's sum over the
+// sub-block (exact; each sum over a sub-block is its bsums pair added in int16, where it
+// cannot overflow, as the AVX2 kernel adds them).
 template <class Format, int C>
 void multiply_scale_min(const TileJob& job, const typename Format::Strip* strip, int64_t col, __m512* acc,
                         const char* ahead) {
@@ -56,14 +57,17 @@ void multiply_scale_min(const TileJob& job, const typename Format::Strip* strip,
     __m512i sum[C];
     for (int j = 0; j < C; ++j) sum[j] = _mm512_setzero_si512();
     Format::template add_scaled_sums<C>(s, a, b, sum);
-    __m512i mins[8];
-    Format::min_lanes(s, mins);
+    __m512i mins[4];
+    Format::min_pairs(s, mins);
     const __m512 d = _mm512_load_ps(s.d), dmin = _mm512_load_ps(s.dmin);
     #pragma GCC unroll 8
     for (int j = 0; j < C; ++j) {
+      alignas(16) int16_t group_sums[8];  // the token's sum over each sub-block
+      _mm_store_si128(reinterpret_cast<__m128i*>(group_sums),
+                      _mm_hadd_epi16(avx2::load128(a[j][b].bsums), avx2::load128(a[j][b].bsums + 8)));
       __m512i min_dot = _mm512_setzero_si512();
-      #pragma GCC unroll 8
-      for (int sub = 0; sub < 8; ++sub) min_dot = _mm512_dpwssd_epi32(min_dot, mins[sub], broadcast4(a[j][b].bsums + 2 * sub));
+      #pragma GCC unroll 4
+      for (int p = 0; p < 4; ++p) min_dot = _mm512_dpwssd_epi32(min_dot, mins[p], broadcast4(group_sums + 2 * p));
       const __m512 ad = _mm512_set1_ps(a[j][b].d);
       acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[j]), _mm512_mul_ps(d, ad), acc[j]);
       acc_min[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(min_dot), _mm512_mul_ps(dmin, ad), acc_min[j]);
@@ -96,10 +100,8 @@ struct ScaleMinFormat16 {
   static void repack_scales(const Block* const* w, int64_t b, Strip& s) {
     __m512i scales[8], mins[8];
     scale_min_lanes(w, b, scales, mins);
-    for (int j = 0; j < 8; ++j) {
-      store512(s.scales[j], scales[j]);
-      store512(s.mins[j], _mm512_or_si512(mins[j], _mm512_slli_epi32(mins[j], 16)));
-    }
+    for (int j = 0; j < 8; ++j) store512(s.scales[j], scales[j]);
+    for (int p = 0; p < 4; ++p) store512(s.min_pairs[p], _mm512_or_si512(mins[2 * p], _mm512_slli_epi32(mins[2 * p + 1], 16)));
     store_d_dmin(w, b, s.d, s.dmin);
   }
 
@@ -125,8 +127,8 @@ struct ScaleMinFormat16 {
     for (int sub = 0; sub < 8; ++sub) add_sub_block<C>(s, a, b, sub, sum);
   }
 
-  static void min_lanes(const Strip& s, __m512i mins[8]) {
-    for (int sub = 0; sub < 8; ++sub) mins[sub] = _mm512_load_si512(s.mins[sub]);
+  static void min_pairs(const Strip& s, __m512i mins[4]) {
+    for (int p = 0; p < 4; ++p) mins[p] = _mm512_load_si512(s.min_pairs[p]);
   }
 
   template <int C>
@@ -182,12 +184,13 @@ struct PackedK16 {
     for (int p = 0; p < 4; ++p) add_sub_block_pair<C>(s, a, b, p, sum);
   }
 
-  // The minimums, kept as bytes, widened into both int16 halves of their lanes.
-  static void min_lanes(const Strip& s, __m512i mins[8]) {
-    for (int sub = 0; sub < 8; ++sub) {
-      const __m512i m = _mm512_cvtepu8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(s.mins[sub])));
-      mins[sub] = _mm512_or_si512(m, _mm512_slli_epi32(m, 16));
-    }
+  // The minimums, kept as bytes, widened: sub-block 2p's into the low int16 half of the
+  // lanes of mins[p], 2p + 1's into the high one.
+  static void min_pairs(const Strip& s, __m512i mins[4]) {
+    const auto widened = [&](int sub) {
+      return _mm512_cvtepu8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(s.mins[sub])));
+    };
+    for (int p = 0; p < 4; ++p) mins[p] = _mm512_or_si512(widened(2 * p), _mm512_slli_epi32(widened(2 * p + 1), 16));
   }
 
   template <int C>
