@@ -1,6 +1,6 @@
 // AMX strip kernel of Q6_K against Q8_K activations, for tiles of 4 tokens or more: per
 // super-block, row and token the same integer sum as the VNNI strips
-// (matmul_strips_q6k_avx512vnni.cpp), formed on the tile unit, then the same f32 step on
+// (matmul_strips_groups16_avx512vnni.cpp), formed on the tile unit, then the same f32 step on
 // the same values, so the same bits.
 //
 // A super-block's sum is sum_g scale_g x dot_g(q - 32, a) over its 16 groups of 16

@@ -18,7 +18,8 @@ const TileKernel* find_tile_kernel(DType weight, Isa isa, CpuNumerics numerics) 
       kQ5_0{avx2::tile_q5_0, true, false, false, true, true}, kIQ4_NL{avx2::tile_iq4_nl, false, true, true, true, true},
       kQ4_1{avx2::tile_q4_1, false, false, false, true, true}, kQ5_1{avx2::tile_q5_1, false, false, false, true, true},
       kQ4_K{avx2::tile_q4_K, false, true, true, true}, kQ5_K{avx2::tile_q5_K, false, false, false, true},
-      kQ6_K{avx2::tile_q6_K, false, false, false, true}, kIQ4_XS{avx2::tile_iq4_xs, false, false, false, true};
+      kQ6_K{avx2::tile_q6_K, false, false, false, true}, kIQ4_XS{avx2::tile_iq4_xs, false, false, false, true},
+      kQ3_K{avx2::tile_q3_K, false, false, false, true};
   // 16-row VNNI strips: the AVX2 strip kernels' bits, faster. Activation sums for all
   // but the formats with a minimum: signed weights are stored with 128 added. The
   // k-quants read their Q8_K blocks' own bsums. Kept copies serve single tokens too: the
@@ -43,6 +44,7 @@ const TileKernel* find_tile_kernel(DType weight, Isa isa, CpuNumerics numerics) 
       kIQ4_NLVnni{avx512vnni::tile_iq4_nl, true, false, false, true, true, 16, avx512vnni::repack_iq4_nl, nullptr, nullptr, kAnyLength},
       kQ4_1Vnni{avx512vnni::tile_q4_1, false, false, false, true, true, 16, avx512vnni::repack_q4_1, nullptr, nullptr, kAnyLength},
       kQ5_1Vnni{avx512vnni::tile_q5_1, false, false, false, true, true, 16},
+      kQ3_KVnni{avx512vnni::tile_q3_K, false, false, false, true, false, 16},
       kQ4_KVnni = kept_k_quant(avx512vnni::tile_q4_K, avx512vnni::repack_q4_K, 32),
       kQ5_KVnni = kept_k_quant(avx512vnni::tile_q5_K, avx512vnni::repack_q5_K, 32),
       kQ6_KVnni = kept_k_quant(avx512vnni::tile_q6_K, avx512vnni::repack_q6_K, kAnyLength),
@@ -71,6 +73,7 @@ const TileKernel* find_tile_kernel(DType weight, Isa isa, CpuNumerics numerics) 
       case DType::Q5_K: return &kQ5_KVnni;
       case DType::Q6_K: return &kQ6_KVnni;
       case DType::IQ4_XS: return &kIQ4_XSVnni;
+      case DType::Q3_K: return &kQ3_KVnni;
       default: break;
     }
   }
@@ -87,6 +90,7 @@ const TileKernel* find_tile_kernel(DType weight, Isa isa, CpuNumerics numerics) 
     case DType::Q5_K: return &kQ5_K;
     case DType::Q6_K: return &kQ6_K;
     case DType::IQ4_XS: return &kIQ4_XS;
+    case DType::Q3_K: return &kQ3_K;
     default: return nullptr;
   }
 }

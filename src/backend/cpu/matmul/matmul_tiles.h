@@ -140,6 +140,7 @@ void tile_q5_1(const TileJob& job);
 void tile_q4_K(const TileJob& job);
 void tile_q5_K(const TileJob& job);
 void tile_q6_K(const TileJob& job);
+void tile_q3_K(const TileJob& job);
 void tile_iq4_xs(const TileJob& job);
 // Per-pair accumulators (matmul_pairs_avx2.cpp): the reference's rounding for these types.
 void pairs_q8_0(const TileJob& job);
@@ -161,6 +162,7 @@ void tile_q5_1(const TileJob& job);
 void tile_q4_K(const TileJob& job);
 void tile_q5_K(const TileJob& job);
 void tile_q6_K(const TileJob& job);
+void tile_q3_K(const TileJob& job);
 void tile_iq4_xs(const TileJob& job);  // its single-token kernel inside (matmul_strips_iq4xs_avx512vnni.cpp)
 // Single-token kernels (matmul_gemv_*_avx512vnni.cpp), for tiles of fewer than 4 tokens:
 // the blocks as stored, the strip kernels' bits.
@@ -168,6 +170,7 @@ void gemv_q8_0(const TileJob& job);
 void gemv_q4_K(const TileJob& job);
 void gemv_q5_K(const TileJob& job);
 void gemv_q6_K(const TileJob& job);
+void gemv_q3_K(const TileJob& job);
 // TileKernel::repack of the tile kernels above whose kept copies are about the size of
 // the weights as stored (the nibble formats: 4 bits a value; Q8_0).
 size_t repack_q8_0(const TileJob& job, std::byte* out);
@@ -176,7 +179,7 @@ size_t repack_iq4_nl(const TileJob& job, std::byte* out);
 size_t repack_q4_1(const TileJob& job, std::byte* out);
 // The k-quants': Q4_K and Q5_K (matmul_strips_k_avx512vnni.cpp) the packed bytes moved
 // into place, the scales as bytes, a few percent over the size as stored; Q6_K
-// (matmul_strips_q6k_avx512vnni.cpp) a byte a value, 1.31 times the size as stored.
+// (matmul_strips_groups16_avx512vnni.cpp) a byte a value, 1.31 times the size as stored.
 size_t repack_q4_K(const TileJob& job, std::byte* out);
 size_t repack_q5_K(const TileJob& job, std::byte* out);
 size_t repack_q6_K(const TileJob& job, std::byte* out);

@@ -1,8 +1,11 @@
-// Strip kernel of Q6_K against Q8_K activations. Per super-block, row and token: the
-// exact int32 sum over the 16 groups of scale x integer group dot, the values' offset of
-// 32 taken off exactly through the activations' group sums, times d_w * d_a.
+// Strip kernels of the formats with a signed scale per group of 16 values, Q6_K and Q3_K,
+// against Q8_K activations. Per super-block, row and token: the exact int32 sum over the
+// 16 groups of scale x integer group dot, the values' offset (32 for Q6_K, 4 for Q3_K:
+// they are stored unsigned) taken off exactly through the activations' group sums, times
+// d_w * d_a.
 
 #include <cstddef>
+#include <cstdint>
 
 #include "backend/cpu/matmul/matmul_strip_avx2.h"
 #include "quant/blocks.h"
@@ -10,6 +13,7 @@
 namespace pagoda::backend::cpu::avx2 {
 namespace {
 
+using quant::BlockQ3_K;
 using quant::BlockQ6_K;
 using quant::BlockQ8_K;
 using quant::kQK_K;
@@ -31,6 +35,34 @@ inline __m256i q6_values(const BlockQ6_K& b, int c) {
   return _mm256_or_si256(low, _mm256_and_si256(moved, _mm256_set1_epi8(0x30)));
 }
 
+// Q3_K: chunk c (0..7) of 32 values, c = 4k + j: bits 2j..2j+1 of qs[32k..32k + 31] with
+// bit c of hmask[0..31] above them: q + 4, 0..7 (the stored high bit set means q = low bits,
+// clear q = low bits - 4).
+inline __m256i q3_values(const BlockQ3_K& b, int c) {
+  const int k = c / 4, j = c % 4;
+  const __m256i low = _mm256_and_si256(_mm256_srli_epi16(load256(b.qs + 32 * k), 2 * j), _mm256_set1_epi8(3));
+  // Bit c of each hmask byte moved to bit 2; the bits the 16-bit shift brings in from the
+  // neighbouring byte fall outside the mask.
+  const __m256i hmask = load256(b.hmask);
+  const __m256i high = c <= 2 ? _mm256_slli_epi16(hmask, 2 - c) : _mm256_srli_epi16(hmask, c - 2);
+  return _mm256_or_si256(low, _mm256_and_si256(high, _mm256_set1_epi8(4)));
+}
+
+// The formats: their blocks, values (0..63 / 0..7), group scales as 16 signed bytes, and
+// the offset of their stored values as a power of two.
+struct Q6_KGroups {
+  using Block = BlockQ6_K;
+  static constexpr int kOffsetShift = 5;  // q + 32
+  static __m256i values(const Block& b, int c) { return q6_values(b, c); }
+  static __m128i scales(const Block& b) { return load128(b.scales); }
+};
+struct Q3_KGroups {
+  using Block = BlockQ3_K;
+  static constexpr int kOffsetShift = 2;  // q + 4
+  static __m256i values(const Block& b, int c) { return q3_values(b, c); }
+  static __m128i scales(const Block& b) { return q3_K_scales(b); }
+};
+
 struct StripQ6 {
   uint8_t qs[8][8][32];     // [chunk of 32 values][step of 4 values][row x 4]
   int16_t scales[16][16];   // [16-value group]: row r's scale twice in lane r
@@ -38,25 +70,28 @@ struct StripQ6 {
   float d[kStripRows];
 };
 
-struct Q6_KFormat {
+template <class Groups>
+struct GroupFormat {
   using Strip = StripQ6;
+  using Block = typename Groups::Block;
 
   static void repack(const TileJob& job, int64_t row, int n_rows, Strip* strip) {
-    const BlockQ6_K* w[kStripRows] = {};
-    for (int r = 0; r < n_rows; ++r) w[r] = weight_row<BlockQ6_K>(job, row + r);
+    const Block* w[kStripRows] = {};
+    for (int r = 0; r < n_rows; ++r) w[r] = weight_row<Block>(job, row + r);
     for (int64_t b = 0; b < job.n_in / kQK_K; ++b) {
       Strip& s = strip[b];
       for (int r = 0; r < kStripRows; ++r) {
+        alignas(16) int8_t scales[16] = {};
+        if (r < n_rows) _mm_store_si128(reinterpret_cast<__m128i*>(scales), Groups::scales(w[r][b]));
         for (int g = 0; g < 16; ++g) {
-          const int16_t sc = r < n_rows ? w[r][b].scales[g] : 0;
-          s.scales[g][2 * r] = s.scales[g][2 * r + 1] = sc;
-          s.pairs[g / 2][2 * r + g % 2] = sc;
+          s.scales[g][2 * r] = s.scales[g][2 * r + 1] = scales[g];
+          s.pairs[g / 2][2 * r + g % 2] = scales[g];
         }
         s.d[r] = r < n_rows ? half_to_float(w[r][b].d) : 0.0f;
       }
       for (int c = 0; c < 8; ++c) {
         __m256i rows[kStripRows], chunks[8];
-        for (int r = 0; r < kStripRows; ++r) rows[r] = r < n_rows ? q6_values(w[r][b], c) : _mm256_setzero_si256();
+        for (int r = 0; r < kStripRows; ++r) rows[r] = r < n_rows ? Groups::values(w[r][b], c) : _mm256_setzero_si256();
         interleave_rows(rows, chunks);
         for (int k = 0; k < 8; ++k) store256(s.qs[c][k], chunks[k]);
       }
@@ -67,31 +102,31 @@ struct Q6_KFormat {
   // (offset included), rows one after the other (see gemv_sums), then the f32 step of
   // multiply for the 8 rows at once.
   static __m256 gemv(const TileJob& job, int64_t row, int n_rows, int64_t col) {
-    const BlockQ6_K* w[kStripRows];
+    const Block* w[kStripRows];
     strip_rows(job, row, n_rows, w);
     const BlockQ8_K* a = activation_row<BlockQ8_K>(job, col);
     const int64_t n_blocks = job.n_in / kQK_K;
     __m256i* sums = gemv_sums(job);
     for (int r = 0; r < kStripRows; ++r) {
       for (int64_t b = 0; b < n_blocks; ++b) {
-        for (int line = 0; line < 4; ++line) prefetch_ahead(w[r][b].ql + 64 * line);
+        for (size_t line = 0; line < sizeof(Block); line += 64) prefetch_ahead(reinterpret_cast<const char*>(&w[r][b]) + line);
         sums[kStripRows * b + r] = row_sum(w[r][b], a[b]);
       }
     }
     __m256 acc = _mm256_setzero_ps();
     for (int64_t b = 0; b < n_blocks; ++b) {
-      const __m256 d = strip_halves(w, b, offsetof(BlockQ6_K, d));
+      const __m256 d = strip_halves(w, b, offsetof(Block, d));
       acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(row_totals(sums + kStripRows * b)), _mm256_mul_ps(d, _mm256_set1_ps(a[b].d)), acc);
     }
     return acc;
   }
 
   // One row's super-block against the activations: 8 int32 partial sums of
-  // sum_g scale_g * sum((q - 32) * a) over the 16 groups of 16 values.
-  static __m256i row_sum(const BlockQ6_K& w, const BlockQ8_K& a) {
-    const __m256i scales = _mm256_cvtepi8_epi16(load128(w.scales));  // one per group of 16
-    // The stored values are q + 32: 32 * sum_g scale_g * (sum of a over g) comes off.
-    const __m256i offset = _mm256_slli_epi32(_mm256_madd_epi16(scales, load256(a.bsums)), 5);
+  // sum_g scale_g * sum(q * a) over the 16 groups of 16 values.
+  static __m256i row_sum(const Block& w, const BlockQ8_K& a) {
+    const __m256i scales = _mm256_cvtepi8_epi16(Groups::scales(w));  // one per group of 16
+    // The stored values are q + offset: offset * sum_g scale_g * (sum of a over g) comes off.
+    const __m256i offset = _mm256_slli_epi32(_mm256_madd_epi16(scales, load256(a.bsums)), Groups::kOffsetShift);
     __m256i sum = _mm256_sub_epi32(_mm256_setzero_si256(), offset);
     for (int half = 0; half < 2; ++half) {
       // Groups 8 half .. 8 half + 7 in both 128-bit lanes.
@@ -99,7 +134,7 @@ struct Q6_KFormat {
       const __m256i group_scales = half == 0 ? _mm256_permute2x128_si256(scales, scales, 0x00)
                                              : _mm256_permute2x128_si256(scales, scales, 0x11);
       for (int m = 0; m < 4; ++m) {  // chunk 4 half + m: groups 2m (low lane) and 2m + 1 (high lane)
-        const __m256i pairs = _mm256_maddubs_epi16(q6_values(w, 4 * half + m), load256(a.qs + 128 * half + 32 * m));
+        const __m256i pairs = _mm256_maddubs_epi16(Groups::values(w, 4 * half + m), load256(a.qs + 128 * half + 32 * m));
         const __m256i scale = _mm256_shuffle_epi8(
             group_scales, _mm256_setr_epi8(4 * m, 4 * m + 1, 4 * m, 4 * m + 1, 4 * m, 4 * m + 1, 4 * m, 4 * m + 1,
                                            4 * m, 4 * m + 1, 4 * m, 4 * m + 1, 4 * m, 4 * m + 1, 4 * m, 4 * m + 1,
@@ -140,12 +175,12 @@ struct Q6_KFormat {
       }
       const __m256 d = _mm256_loadu_ps(s.d);
       for (int j = 0; j < C; ++j) {
-        // sum sc * (q - 32) * a = sum sc * q * a - 32 * sum_g sc_g * bsum_g, exactly.
+        // sum sc * q * a = sum sc * (q + offset) * a - offset * sum_g sc_g * bsum_g, exactly.
         __m256i offset = _mm256_setzero_si256();
         for (int p = 0; p < 8; ++p) {
           offset = _mm256_add_epi32(offset, _mm256_madd_epi16(load256(s.pairs[p]), broadcast4(a[j][b].bsums + 2 * p)));
         }
-        const __m256i exact = _mm256_sub_epi32(sum[j], _mm256_slli_epi32(offset, 5));
+        const __m256i exact = _mm256_sub_epi32(sum[j], _mm256_slli_epi32(offset, Groups::kOffsetShift));
         acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(exact), _mm256_mul_ps(d, _mm256_set1_ps(a[j][b].d)), acc[j]);
       }
     }
@@ -154,6 +189,7 @@ struct Q6_KFormat {
 
 }  // namespace
 
-void tile_q6_K(const TileJob& job) { run_strips<Q6_KFormat>(job); }
+void tile_q6_K(const TileJob& job) { run_strips<GroupFormat<Q6_KGroups>>(job); }
+void tile_q3_K(const TileJob& job) { run_strips<GroupFormat<Q3_KGroups>>(job); }
 
 }  // namespace pagoda::backend::cpu::avx2

@@ -1,8 +1,9 @@
-// AVX-512 VNNI strip kernel of Q6_K against Q8_K activations: 16 rows per strip,
-// vpdpbusd on the stored values 0..63 (unsigned, as vpdpbusd wants them). Per
-// super-block, row and token the exact int32 sum over the 16 groups of scale x integer
-// group dot, less 32 x sum_g scale_g * bsum_g for the values' offset; then the f32 step
-// of the AVX2 kernel (matmul_strips_q6k_avx2.cpp) lane by lane: the same bits.
+// AVX-512 VNNI strip kernels of Q6_K and Q3_K (a signed scale per group of 16 values)
+// against Q8_K activations: 16 rows per strip, vpdpbusd on the stored values 0..63 / 0..7
+// (unsigned, as vpdpbusd wants them). Per super-block, row and token the exact int32 sum
+// over the 16 groups of scale x integer group dot, less offset x sum_g scale_g * bsum_g
+// for the values' offset (32 / 4); then the f32 step of the AVX2 kernels
+// (matmul_strips_groups16_avx2.cpp) lane by lane: the same bits.
 //
 // A scaled group dot does not fit int16 (16 values x 63 x 128 > 32767), so each group's
 // dot is formed on its own in int32 and multiplied by its scale (vpmulld).
@@ -15,6 +16,7 @@
 namespace pagoda::backend::cpu::avx512vnni {
 namespace {
 
+using quant::BlockQ3_K;
 using quant::BlockQ6_K;
 using quant::BlockQ8_K;
 using quant::kQK_K;
@@ -37,13 +39,42 @@ inline __m512i q6_values(const BlockQ6_K& low, const BlockQ6_K& high, int c) {
   return _mm512_ternarylogic_epi32(nibbles, moved, _mm512_set1_epi8(0x30), 0xf8);  // nibbles | (moved & 0x30)
 }
 
+// Chunk c (0..7) of 32 values of two rows, as q3_values of the AVX2 kernels: c = 4k + j,
+// bits 2j..2j+1 of qs[32k..] with bit c of hmask above them (q + 4, 0..7).
+inline __m512i q3_values(const BlockQ3_K& low, const BlockQ3_K& high, int c) {
+  const int k = c / 4, j = c % 4;
+  const __m512i bits = _mm512_and_si512(_mm512_srli_epi16(load_row_pair(low.qs + 32 * k, high.qs + 32 * k), 2 * j),
+                                        _mm512_set1_epi8(3));
+  // Bit c of each hmask byte moved to bit 2; the bits the shift brings in from the
+  // neighbouring byte fall outside the mask.
+  const __m512i hmask = load_row_pair(low.hmask, high.hmask);
+  const __m512i moved = c <= 2 ? _mm512_slli_epi16(hmask, 2 - c) : _mm512_srli_epi16(hmask, c - 2);
+  return _mm512_ternarylogic_epi32(bits, moved, _mm512_set1_epi8(4), 0xf8);  // bits | (moved & 4)
+}
+
+// The formats: their blocks, values of a row pair, group scales as 16 signed bytes, and
+// the offset of their stored values as a power of two.
+struct Q6_KGroups16 {
+  using Block = BlockQ6_K;
+  static constexpr int kOffsetShift = 5;  // q + 32
+  static __m512i values(const Block& low, const Block& high, int c) { return q6_values(low, high, c); }
+  static __m128i scales(const Block& b) { return avx2::load128(b.scales); }
+};
+struct Q3_KGroups16 {
+  using Block = BlockQ3_K;
+  static constexpr int kOffsetShift = 2;  // q + 4
+  static __m512i values(const Block& low, const Block& high, int c) { return q3_values(low, high, c); }
+  static __m128i scales(const Block& b) { return avx2::q3_K_scales(b); }
+};
+
 // The 16 group scales of super-block b of the 16 rows w: out[g] holds group g's, row r's
 // in lane r (int32).
-inline void scale_lanes(const BlockQ6_K* const* w, int64_t b, __m512i out[16]) {
+template <class Groups>
+inline void scale_lanes(const typename Groups::Block* const* w, int64_t b, __m512i out[16]) {
   __m512i low[8], high[8];  // [row pair]: scales 0..7, 8..15
   for (int i = 0; i < 8; ++i) {
-    const __m256i both = _mm256_inserti128_si256(_mm256_castsi128_si256(avx2::load128(w[paired_row(i)][b].scales)),
-                                                 avx2::load128(w[paired_row(i) + 4][b].scales), 1);
+    const __m256i both = _mm256_inserti128_si256(_mm256_castsi128_si256(Groups::scales(w[paired_row(i)][b])),
+                                                 Groups::scales(w[paired_row(i) + 4][b]), 1);
     low[i] = _mm512_cvtepi8_epi32(_mm256_castsi256_si128(_mm256_permute4x64_epi64(both, 0x08)));   // qwords 0, 2
     high[i] = _mm512_cvtepi8_epi32(_mm256_castsi256_si128(_mm256_permute4x64_epi64(both, 0x0d)));  // 1, 3
   }
@@ -64,22 +95,24 @@ struct alignas(64) StripQ6x16 {
 // Whole cache lines; within the scratch of 16 rows (tile_scratch_bytes per 8 rows).
 static_assert(sizeof(StripQ6x16) == 4416 && sizeof(StripQ6x16) <= 2 * (kQK_K / 32) * 384);
 
-struct Q6_KFormat16 {
+template <class Groups>
+struct GroupFormat16 {
   using Strip = StripQ6x16;
+  using Block = typename Groups::Block;
 
   static int64_t strip_length(int64_t n_in) { return n_in / kQK_K; }
 
   static void repack(const TileJob& job, int64_t row, int n_rows, Strip* strip) {
-    for_each_strip_block<BlockQ6_K>(job, row, n_rows, strip_length(job.n_in), [&](const BlockQ6_K* const* w, int64_t b) {
+    for_each_strip_block<Block>(job, row, n_rows, strip_length(job.n_in), [&](const Block* const* w, int64_t b) {
       Strip& s = strip[b];
       __m512i scales[16];
-      scale_lanes(w, b, scales);
+      scale_lanes<Groups>(w, b, scales);
       for (int g = 0; g < 16; ++g) _mm_store_si128(reinterpret_cast<__m128i*>(s.scales[g]), _mm512_cvtepi32_epi8(scales[g]));
-      for (int h = 0; h < 2; ++h) _mm256_store_ps(s.d + 8 * h, avx2::strip_halves(w + 8 * h, b, offsetof(BlockQ6_K, d)));
+      for (int h = 0; h < 2; ++h) _mm256_store_ps(s.d + 8 * h, avx2::strip_halves(w + 8 * h, b, offsetof(Block, d)));
       #pragma GCC unroll 8
       for (int c = 0; c < 8; ++c) {
         __m512i pairs[8], chunks[8];
-        for (int i = 0; i < 8; ++i) pairs[i] = q6_values(w[paired_row(i)][b], w[paired_row(i) + 4][b], c);
+        for (int i = 0; i < 8; ++i) pairs[i] = Groups::values(w[paired_row(i)][b], w[paired_row(i) + 4][b], c);
         transpose_rows16(pairs, chunks);
         for (int k = 0; k < 8; ++k) store512(s.qs[c][k], chunks[k]);
       }
@@ -116,21 +149,21 @@ struct Q6_KFormat16 {
       __m512i sum[C];
       for (int j = 0; j < C; ++j) sum[j] = _mm512_setzero_si512();
       for (int g = 0; g < 16; ++g) add_group<C>(s, a, b, g, sum);
-      // The stored values are q + 32: 32 x sum_g scale_g x bsum_g comes off, as -32 x
-      // row r's scales 2p, 2p + 1 in the int16 halves of lane r (exact: |32 sc| <= 4096)
-      // against each token's bsums pairs.
+      // The stored values are q + offset: offset x sum_g scale_g x bsum_g comes off, as
+      // -offset x row r's scales 2p, 2p + 1 in the int16 halves of lane r (exact:
+      // |32 sc| <= 4096) against each token's bsums pairs.
       __m512i offsets[8];
       for (int p = 0; p < 8; ++p) {
         const __m128i first = _mm_load_si128(reinterpret_cast<const __m128i*>(s.scales[2 * p]));
         const __m128i second = _mm_load_si128(reinterpret_cast<const __m128i*>(s.scales[2 * p + 1]));
         const __m256i paired = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_unpacklo_epi8(first, second)),
                                                        _mm_unpackhi_epi8(first, second), 1);
-        offsets[p] = _mm512_sub_epi16(_mm512_setzero_si512(), _mm512_slli_epi16(_mm512_cvtepi8_epi16(paired), 5));
+        offsets[p] = _mm512_sub_epi16(_mm512_setzero_si512(), _mm512_slli_epi16(_mm512_cvtepi8_epi16(paired), Groups::kOffsetShift));
       }
       const __m512 d = _mm512_load_ps(s.d);
       #pragma GCC unroll 8
       for (int j = 0; j < C; ++j) {
-        // sum sc * (q - 32) * a = sum sc * q * a - 32 * sum_g sc_g * bsum_g, exactly.
+        // sum sc * q * a = sum sc * (q + offset) * a - offset * sum_g sc_g * bsum_g, exactly.
         #pragma GCC unroll 8
         for (int p = 0; p < 8; ++p) sum[j] = _mm512_dpwssd_epi32(sum[j], offsets[p], broadcast4(a[j][b].bsums + 2 * p));
         acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[j]), _mm512_mul_ps(d, _mm512_set1_ps(a[j][b].d)), acc[j]);
@@ -141,7 +174,9 @@ struct Q6_KFormat16 {
 
 }  // namespace
 
-void tile_q6_K(const TileJob& job) { run_strips16<Q6_KFormat16>(job, gemv_q6_K); }
-size_t repack_q6_K(const TileJob& job, std::byte* out) { return repack_strips16<Q6_KFormat16>(job, out); }
+void tile_q6_K(const TileJob& job) { run_strips16<GroupFormat16<Q6_KGroups16>>(job, gemv_q6_K); }
+size_t repack_q6_K(const TileJob& job, std::byte* out) { return repack_strips16<GroupFormat16<Q6_KGroups16>>(job, out); }
+// No kept copy: a byte a value is 2.3 times Q3_K's rows as stored.
+void tile_q3_K(const TileJob& job) { run_strips16<GroupFormat16<Q3_KGroups16>>(job, gemv_q3_K); }
 
 }  // namespace pagoda::backend::cpu::avx512vnni
