@@ -24,7 +24,6 @@
 namespace pagoda::backend::cpu::avx512vnni {
 namespace {
 
-using quant::BlockQ3_K;
 using quant::BlockQ4_K;
 using quant::BlockQ5_K;
 using quant::BlockQ6_K;
@@ -259,57 +258,14 @@ inline __m512i q6_K_dots(const BlockQ6_K& w, const BlockQ8_K& a) {
   return _mm512_sub_epi32(sum, _mm512_zextsi256_si512(offset));
 }
 
-// ---- Q3_K ------------------------------------------------------------------------------
-
-// One row's super-block, as q6_K_dots: the stored values q + 4 (0..7: bits 2j..2j+1 of
-// qs[32k + l] with bit 4k + j of hmask[l] above them, for value 128k + 32j + l) against
-// the token, groups of 16 scaled, the offset of 4 taken off through the bsums.
-inline __m512i q3_K_dots(const BlockQ3_K& w, const BlockQ8_K& a) {
-  const __m512i zero = _mm512_setzero_si512(), two_bits = _mm512_set1_epi8(3), bit2 = _mm512_set1_epi8(4);
-  const __m256i scales16 = _mm256_cvtepi8_epi16(avx2::q3_K_scales(w));
-  const __m512i scales = _mm512_castsi256_si512(scales16);
-  const __m512i hmask = _mm512_broadcast_i64x4(avx2::load256(w.hmask));
-  const auto per_half = [](int low, int high) {  // a 16-bit shift count per 256-bit half
-    return _mm512_inserti64x4(_mm512_set1_epi16(static_cast<int16_t>(low)), _mm256_set1_epi16(static_cast<int16_t>(high)), 1);
-  };
-  __m512i packed[2];
-  for (int k = 0; k < 2; ++k) {
-    const __m512i qs = _mm512_broadcast_i64x4(avx2::load256(w.qs + 32 * k));
-    __m512i dot[2];
-    for (int i = 0; i < 2; ++i) {  // values 128k + 64i.. : chunks c and c + 1 in the two halves
-      const int c = 4 * k + 2 * i;
-      const __m512i bits = _mm512_and_si512(_mm512_srlv_epi16(qs, per_half(4 * i, 4 * i + 2)), two_bits);
-      // Bit c (c + 1) of each hmask byte to bit 2; neighbouring bytes' bits fall outside the mask.
-      const __m512i moved = c == 0 ? _mm512_sllv_epi16(hmask, per_half(2, 1)) : _mm512_srlv_epi16(hmask, per_half(c - 2, c - 1));
-      dot[i] = _mm512_dpbusd_epi32(zero, _mm512_ternarylogic_epi32(bits, moved, bit2, 0xf8), load512(a.qs + 128 * k + 64 * i));
-    }
-    packed[k] = _mm512_packs_epi32(dot[0], dot[1]);
+inline float q6_K_row(const TileJob& job, const BlockQ8_K* a, int64_t row, const RowPrefetch& prefetch) {
+  const BlockQ6_K* w = weight_row<BlockQ6_K>(job, row);
+  __m128 acc = _mm_setzero_ps();
+  for (int64_t b = 0; b < job.n_in / kQK_K; ++b) {
+    prefetch(&w[b], sizeof(BlockQ6_K));
+    acc = f32_step(lane_sums(q6_K_dots(w[b], a[b]), _mm_setzero_si128()), halves(&w[b].d, 1), a[b].d, acc);
   }
-  const __m512i sum =
-      _mm512_dpwssd_epi32(_mm512_madd_epi16(packed[0], _mm512_permutexvar_epi16(_mm512_load_si512(kGroupScale[0].words), scales)),
-                          packed[1], _mm512_permutexvar_epi16(_mm512_load_si512(kGroupScale[1].words), scales));
-  const __m256i offset = _mm256_slli_epi32(_mm256_madd_epi16(scales16, avx2::load256(a.bsums)), 2);
-  return _mm512_sub_epi32(sum, _mm512_zextsi256_si512(offset));
-}
-
-// The rows of a 16-value-group format one after another (Q6_K, Q3_K), each super-block's
-// total formed by `dots`, then the strip kernels' f32 step.
-template <class Block, __m512i (*dots)(const Block&, const BlockQ8_K&)>
-void gemv_groups16(const TileJob& job) {
-  const RowPrefetch prefetch;
-  for (int64_t col = 0; col < job.n_cols; ++col) {
-    const BlockQ8_K* a = activation_row<BlockQ8_K>(job, col);
-    float* y = job.y + static_cast<size_t>(col) * job.y_stride;
-    for (int64_t row = 0; row < job.n_rows; ++row) {
-      const Block* w = weight_row<Block>(job, row);
-      __m128 acc = _mm_setzero_ps();
-      for (int64_t b = 0; b < job.n_in / kQK_K; ++b) {
-        prefetch(&w[b], sizeof(Block));
-        acc = f32_step(lane_sums(dots(w[b], a[b]), _mm_setzero_si128()), halves(&w[b].d, 1), a[b].d, acc);
-      }
-      y[row] = _mm_cvtss_f32(acc);
-    }
-  }
+  return _mm_cvtss_f32(acc);
 }
 
 }  // namespace
@@ -317,7 +273,13 @@ void gemv_groups16(const TileJob& job) {
 void gemv_q4_K(const TileJob& job) { gemv_scale_min<BlockQ4_K>(job); }
 void gemv_q5_K(const TileJob& job) { gemv_scale_min<BlockQ5_K>(job); }
 
-void gemv_q6_K(const TileJob& job) { gemv_groups16<BlockQ6_K, q6_K_dots>(job); }
-void gemv_q3_K(const TileJob& job) { gemv_groups16<BlockQ3_K, q3_K_dots>(job); }
+void gemv_q6_K(const TileJob& job) {
+  const RowPrefetch prefetch;
+  for (int64_t col = 0; col < job.n_cols; ++col) {
+    const BlockQ8_K* a = activation_row<BlockQ8_K>(job, col);
+    float* y = job.y + static_cast<size_t>(col) * job.y_stride;
+    for (int64_t row = 0; row < job.n_rows; ++row) y[row] = q6_K_row(job, a, row, prefetch);
+  }
+}
 
 }  // namespace pagoda::backend::cpu::avx512vnni

@@ -176,7 +176,10 @@ struct GroupFormat16 {
 
 void tile_q6_K(const TileJob& job) { run_strips16<GroupFormat16<Q6_KGroups16>>(job, gemv_q6_K); }
 size_t repack_q6_K(const TileJob& job, std::byte* out) { return repack_strips16<GroupFormat16<Q6_KGroups16>>(job, out); }
-// No kept copy: a byte a value is 2.3 times Q3_K's rows as stored.
-void tile_q3_K(const TileJob& job) { run_strips16<GroupFormat16<Q3_KGroups16>>(job, gemv_q3_K); }
+// No kept copy: a byte a value is 2.3 times Q3_K's rows as stored. Single tokens take the
+// AVX2 kernel's (the same bits): it reads Q3_K's small blocks faster than a VNNI one that
+// reduced each row's super-block on its own did (on Zen 4), as its 8 rows' lanes are
+// summed together.
+void tile_q3_K(const TileJob& job) { run_strips16<GroupFormat16<Q3_KGroups16>>(job, avx2::tile_q3_K); }
 
 }  // namespace pagoda::backend::cpu::avx512vnni

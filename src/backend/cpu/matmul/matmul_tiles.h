@@ -170,7 +170,6 @@ void gemv_q8_0(const TileJob& job);
 void gemv_q4_K(const TileJob& job);
 void gemv_q5_K(const TileJob& job);
 void gemv_q6_K(const TileJob& job);
-void gemv_q3_K(const TileJob& job);
 // TileKernel::repack of the tile kernels above whose kept copies are about the size of
 // the weights as stored (the nibble formats: 4 bits a value; Q8_0).
 size_t repack_q8_0(const TileJob& job, std::byte* out);
