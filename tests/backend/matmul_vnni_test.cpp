@@ -25,7 +25,7 @@ using testing::Matrix;
 using testing::random_values;
 
 constexpr DType kTypes[] = {DType::Q8_0, DType::Q4_0, DType::Q5_0, DType::Q4_1, DType::Q5_1,
-                            DType::IQ4_NL, DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::IQ4_XS, DType::Q3_K};
+                            DType::IQ4_NL, DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::IQ4_XS, DType::Q3_K, DType::Q2_K};
 // One super-block, three (an odd count) and four; the 32-value formats also take 576
 // (18 blocks: kernels that step 8 blocks at a time have 2 left over).
 std::vector<int64_t> input_sizes(DType type) {

@@ -1,8 +1,10 @@
-// Strip kernels of the formats with a signed scale per group of 16 values, Q6_K and Q3_K,
+// Strip kernels of the formats with a scale per group of 16 values, Q6_K, Q3_K and Q2_K,
 // against Q8_K activations. Per super-block, row and token: the exact int32 sum over the
 // 16 groups of scale x integer group dot, the values' offset (32 for Q6_K, 4 for Q3_K:
 // they are stored unsigned) taken off exactly through the activations' group sums, times
-// d_w * d_a.
+// d_w * d_a. Q2_K's values are unsigned and each group has a minimum instead: as Q4_K's,
+// the minimums' share sum_g min_g * bsum_g goes through a second f32 accumulator
+// (dmin_w * d_a), subtracted at the end.
 
 #include <cstddef>
 #include <cstdint>
@@ -13,6 +15,7 @@
 namespace pagoda::backend::cpu::avx2 {
 namespace {
 
+using quant::BlockQ2_K;
 using quant::BlockQ3_K;
 using quant::BlockQ6_K;
 using quant::BlockQ8_K;
@@ -48,26 +51,54 @@ inline __m256i q3_values(const BlockQ3_K& b, int c) {
   return _mm256_or_si256(low, _mm256_and_si256(high, _mm256_set1_epi8(4)));
 }
 
-// The formats: their blocks, values (0..63 / 0..7), group scales as 16 signed bytes, and
-// the offset of their stored values as a power of two.
+// Q2_K: chunk c (0..7) of 32 values, c = 4k + j: bits 2j..2j+1 of qs[32k..32k + 31].
+inline __m256i q2_values(const BlockQ2_K& b, int c) {
+  return _mm256_and_si256(_mm256_srli_epi16(load256(b.qs + 32 * (c / 4)), 2 * (c % 4)), _mm256_set1_epi8(3));
+}
+
+// The formats: their blocks, values (0..63 / 0..7 / 0..3), group scales as 16 signed bytes,
+// and either the offset of their stored values as a power of two or (kMins) the groups'
+// minimums as 16 bytes.
 struct Q6_KGroups {
   using Block = BlockQ6_K;
+  static constexpr bool kMins = false;
   static constexpr int kOffsetShift = 5;  // q + 32
   static __m256i values(const Block& b, int c) { return q6_values(b, c); }
   static __m128i scales(const Block& b) { return load128(b.scales); }
 };
 struct Q3_KGroups {
   using Block = BlockQ3_K;
+  static constexpr bool kMins = false;
   static constexpr int kOffsetShift = 2;  // q + 4
   static __m256i values(const Block& b, int c) { return q3_values(b, c); }
   static __m128i scales(const Block& b) { return q3_K_scales(b); }
 };
+struct Q2_KGroups {
+  using Block = BlockQ2_K;
+  static constexpr bool kMins = true;
+  static constexpr int kOffsetShift = 0;
+  static __m256i values(const Block& b, int c) { return q2_values(b, c); }
+  static __m128i scales(const Block& b) { return _mm_and_si128(load128(b.scales), _mm_set1_epi8(0x0f)); }
+  static __m128i mins(const Block& b) { return _mm_and_si128(_mm_srli_epi16(load128(b.scales), 4), _mm_set1_epi8(0x0f)); }
+};
+
+// What multiplies the activations' group sums: the scales (times the offset, for the
+// formats without minimums) or the minimums.
+template <class Groups>
+__m128i bsum_weights(const typename Groups::Block& b) {
+  if constexpr (Groups::kMins) {
+    return Groups::mins(b);
+  } else {
+    return Groups::scales(b);
+  }
+}
 
 struct StripQ6 {
   uint8_t qs[8][8][32];     // [chunk of 32 values][step of 4 values][row x 4]
   int16_t scales[16][16];   // [16-value group]: row r's scale twice in lane r
-  int16_t pairs[8][16];     // [pair p]: row r's scales 2p, 2p + 1 in lane r
+  int16_t pairs[8][16];     // [pair p]: row r's bsum_weights 2p, 2p + 1 in lane r
   float d[kStripRows];
+  float dmin[kStripRows];   // Q2_K
 };
 
 template <class Groups>
@@ -81,13 +112,17 @@ struct GroupFormat {
     for (int64_t b = 0; b < job.n_in / kQK_K; ++b) {
       Strip& s = strip[b];
       for (int r = 0; r < kStripRows; ++r) {
-        alignas(16) int8_t scales[16] = {};
-        if (r < n_rows) _mm_store_si128(reinterpret_cast<__m128i*>(scales), Groups::scales(w[r][b]));
+        alignas(16) int8_t scales[16] = {}, weights[16] = {};
+        if (r < n_rows) {
+          _mm_store_si128(reinterpret_cast<__m128i*>(scales), Groups::scales(w[r][b]));
+          _mm_store_si128(reinterpret_cast<__m128i*>(weights), bsum_weights<Groups>(w[r][b]));
+        }
         for (int g = 0; g < 16; ++g) {
           s.scales[g][2 * r] = s.scales[g][2 * r + 1] = scales[g];
-          s.pairs[g / 2][2 * r + g % 2] = scales[g];
+          s.pairs[g / 2][2 * r + g % 2] = weights[g];
         }
         s.d[r] = r < n_rows ? half_to_float(w[r][b].d) : 0.0f;
+        if constexpr (Groups::kMins) s.dmin[r] = r < n_rows ? half_to_float(w[r][b].dmin) : 0.0f;
       }
       for (int c = 0; c < 8; ++c) {
         __m256i rows[kStripRows], chunks[8];
@@ -99,35 +134,46 @@ struct GroupFormat {
   }
 
   // One token, the blocks as stored: per row the exact integer total of each super-block
-  // (offset included), rows one after the other (see gemv_sums), then the f32 step of
-  // multiply for the 8 rows at once.
+  // (offset included; Q2_K's minimums' share beside it), rows one after the other (see
+  // gemv_sums), then the f32 steps of multiply for the 8 rows at once.
   static __m256 gemv(const TileJob& job, int64_t row, int n_rows, int64_t col) {
     const Block* w[kStripRows];
     strip_rows(job, row, n_rows, w);
     const BlockQ8_K* a = activation_row<BlockQ8_K>(job, col);
     const int64_t n_blocks = job.n_in / kQK_K;
-    __m256i* sums = gemv_sums(job);
+    __m256i* sums = gemv_sums(job);                       // [n_blocks][8]
+    __m256i* min_sums = sums + kStripRows * n_blocks;     // [n_blocks][8]: Q2_K
     for (int r = 0; r < kStripRows; ++r) {
       for (int64_t b = 0; b < n_blocks; ++b) {
         for (size_t line = 0; line < sizeof(Block); line += 64) prefetch_ahead(reinterpret_cast<const char*>(&w[r][b]) + line);
         sums[kStripRows * b + r] = row_sum(w[r][b], a[b]);
+        if constexpr (Groups::kMins) {
+          min_sums[kStripRows * b + r] = _mm256_madd_epi16(_mm256_cvtepi8_epi16(Groups::mins(w[r][b])), load256(a[b].bsums));
+        }
       }
     }
-    __m256 acc = _mm256_setzero_ps();
+    __m256 acc = _mm256_setzero_ps(), acc_min = _mm256_setzero_ps();
     for (int64_t b = 0; b < n_blocks; ++b) {
+      const __m256 ad = _mm256_set1_ps(a[b].d);
       const __m256 d = strip_halves(w, b, offsetof(Block, d));
-      acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(row_totals(sums + kStripRows * b)), _mm256_mul_ps(d, _mm256_set1_ps(a[b].d)), acc);
+      acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(row_totals(sums + kStripRows * b)), _mm256_mul_ps(d, ad), acc);
+      if constexpr (Groups::kMins) {
+        const __m256 dmin = strip_halves(w, b, offsetof(Block, dmin));
+        acc_min = _mm256_fmadd_ps(_mm256_cvtepi32_ps(row_totals(min_sums + kStripRows * b)), _mm256_mul_ps(dmin, ad), acc_min);
+      }
     }
-    return acc;
+    return Groups::kMins ? _mm256_sub_ps(acc, acc_min) : acc;
   }
 
   // One row's super-block against the activations: 8 int32 partial sums of
   // sum_g scale_g * sum(q * a) over the 16 groups of 16 values.
   static __m256i row_sum(const Block& w, const BlockQ8_K& a) {
     const __m256i scales = _mm256_cvtepi8_epi16(Groups::scales(w));  // one per group of 16
-    // The stored values are q + offset: offset * sum_g scale_g * (sum of a over g) comes off.
-    const __m256i offset = _mm256_slli_epi32(_mm256_madd_epi16(scales, load256(a.bsums)), Groups::kOffsetShift);
-    __m256i sum = _mm256_sub_epi32(_mm256_setzero_si256(), offset);
+    __m256i sum = _mm256_setzero_si256();
+    if constexpr (!Groups::kMins) {
+      // The stored values are q + offset: offset * sum_g scale_g * (sum of a over g) comes off.
+      sum = _mm256_sub_epi32(sum, _mm256_slli_epi32(_mm256_madd_epi16(scales, load256(a.bsums)), Groups::kOffsetShift));
+    }
     for (int half = 0; half < 2; ++half) {
       // Groups 8 half .. 8 half + 7 in both 128-bit lanes.
       // (two calls: the permute's selector must be a compile-time constant at any -O level)
@@ -150,9 +196,10 @@ struct GroupFormat {
   template <int C>
   static void multiply(const TileJob& job, const Strip* strip, int64_t col, __m256* acc) {
     const BlockQ8_K* a[C];
+    __m256 acc_min[C];
     for (int j = 0; j < C; ++j) {
       a[j] = activation_row<BlockQ8_K>(job, col + j);
-      acc[j] = _mm256_setzero_ps();
+      acc[j] = acc_min[j] = _mm256_setzero_ps();
     }
     for (int64_t b = 0; b < job.n_in / kQK_K; ++b) {
       const Strip& s = strip[b];
@@ -175,14 +222,24 @@ struct GroupFormat {
       }
       const __m256 d = _mm256_loadu_ps(s.d);
       for (int j = 0; j < C; ++j) {
-        // sum sc * q * a = sum sc * (q + offset) * a - offset * sum_g sc_g * bsum_g, exactly.
-        __m256i offset = _mm256_setzero_si256();
+        // sum_g weight_g * bsum_g: the offset's share (sum sc * q * a = sum sc * (q + offset)
+        // * a - offset * sum_g sc_g * bsum_g, exactly), or Q2_K's minimums' share.
+        __m256i weighted = _mm256_setzero_si256();
         for (int p = 0; p < 8; ++p) {
-          offset = _mm256_add_epi32(offset, _mm256_madd_epi16(load256(s.pairs[p]), broadcast4(a[j][b].bsums + 2 * p)));
+          weighted = _mm256_add_epi32(weighted, _mm256_madd_epi16(load256(s.pairs[p]), broadcast4(a[j][b].bsums + 2 * p)));
         }
-        const __m256i exact = _mm256_sub_epi32(sum[j], _mm256_slli_epi32(offset, Groups::kOffsetShift));
-        acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(exact), _mm256_mul_ps(d, _mm256_set1_ps(a[j][b].d)), acc[j]);
+        const __m256 ad = _mm256_set1_ps(a[j][b].d);
+        if constexpr (Groups::kMins) {
+          acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum[j]), _mm256_mul_ps(d, ad), acc[j]);
+          acc_min[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(weighted), _mm256_mul_ps(_mm256_loadu_ps(s.dmin), ad), acc_min[j]);
+        } else {
+          const __m256i exact = _mm256_sub_epi32(sum[j], _mm256_slli_epi32(weighted, Groups::kOffsetShift));
+          acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(exact), _mm256_mul_ps(d, ad), acc[j]);
+        }
       }
+    }
+    if constexpr (Groups::kMins) {
+      for (int j = 0; j < C; ++j) acc[j] = _mm256_sub_ps(acc[j], acc_min[j]);
     }
   }
 };
@@ -191,5 +248,6 @@ struct GroupFormat {
 
 void tile_q6_K(const TileJob& job) { run_strips<GroupFormat<Q6_KGroups>>(job); }
 void tile_q3_K(const TileJob& job) { run_strips<GroupFormat<Q3_KGroups>>(job); }
+void tile_q2_K(const TileJob& job) { run_strips<GroupFormat<Q2_KGroups>>(job); }
 
 }  // namespace pagoda::backend::cpu::avx2

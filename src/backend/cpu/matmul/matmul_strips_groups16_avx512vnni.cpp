@@ -1,14 +1,16 @@
-// AVX-512 VNNI strip kernels of Q6_K and Q3_K (a signed scale per group of 16 values)
+// AVX-512 VNNI strip kernels of Q6_K, Q3_K and Q2_K (a scale per group of 16 values)
 // against Q8_K activations: 16 rows per strip, vpdpbusd on the stored values 0..63 / 0..7
-// (unsigned, as vpdpbusd wants them). Per super-block, row and token the exact int32 sum
-// over the 16 groups of scale x integer group dot, less offset x sum_g scale_g * bsum_g
-// for the values' offset (32 / 4); then the f32 step of the AVX2 kernels
+// / 0..3 (unsigned, as vpdpbusd wants them). Per super-block, row and token the exact
+// int32 sum over the 16 groups of scale x integer group dot, less offset x sum_g scale_g *
+// bsum_g for the values' offset (32 / 4; Q2_K has none, but a minimum per group whose share
+// sum_g min_g * bsum_g is a second total); then the f32 steps of the AVX2 kernels
 // (matmul_strips_groups16_avx2.cpp) lane by lane: the same bits.
 //
 // A scaled group dot does not fit int16 (16 values x 63 x 128 > 32767), so each group's
 // dot is formed on its own in int32 and multiplied by its scale (vpmulld).
 
 #include <cstddef>
+#include <type_traits>
 
 #include "backend/cpu/matmul/matmul_strip_avx512.h"
 #include "quant/blocks.h"
@@ -16,6 +18,7 @@
 namespace pagoda::backend::cpu::avx512vnni {
 namespace {
 
+using quant::BlockQ2_K;
 using quant::BlockQ3_K;
 using quant::BlockQ6_K;
 using quant::BlockQ8_K;
@@ -52,29 +55,48 @@ inline __m512i q3_values(const BlockQ3_K& low, const BlockQ3_K& high, int c) {
   return _mm512_ternarylogic_epi32(bits, moved, _mm512_set1_epi8(4), 0xf8);  // bits | (moved & 4)
 }
 
+// Chunk c of two rows, as q2_values of the AVX2 kernels: bits 2j..2j+1 of qs[32k..].
+inline __m512i q2_values(const BlockQ2_K& low, const BlockQ2_K& high, int c) {
+  const int k = c / 4, j = c % 4;
+  return _mm512_and_si512(_mm512_srli_epi16(load_row_pair(low.qs + 32 * k, high.qs + 32 * k), 2 * j), _mm512_set1_epi8(3));
+}
+
 // The formats: their blocks, values of a row pair, group scales as 16 signed bytes, and
-// the offset of their stored values as a power of two.
+// either the offset of their stored values as a power of two or (kMins) the groups'
+// minimums as 16 bytes.
 struct Q6_KGroups16 {
   using Block = BlockQ6_K;
+  static constexpr bool kMins = false;
   static constexpr int kOffsetShift = 5;  // q + 32
   static __m512i values(const Block& low, const Block& high, int c) { return q6_values(low, high, c); }
   static __m128i scales(const Block& b) { return avx2::load128(b.scales); }
 };
 struct Q3_KGroups16 {
   using Block = BlockQ3_K;
+  static constexpr bool kMins = false;
   static constexpr int kOffsetShift = 2;  // q + 4
   static __m512i values(const Block& low, const Block& high, int c) { return q3_values(low, high, c); }
   static __m128i scales(const Block& b) { return avx2::q3_K_scales(b); }
 };
+struct Q2_KGroups16 {
+  using Block = BlockQ2_K;
+  static constexpr bool kMins = true;
+  static constexpr int kOffsetShift = 0;
+  static __m512i values(const Block& low, const Block& high, int c) { return q2_values(low, high, c); }
+  static __m128i scales(const Block& b) { return _mm_and_si128(avx2::load128(b.scales), _mm_set1_epi8(0x0f)); }
+  static __m128i mins(const Block& b) {
+    return _mm_and_si128(_mm_srli_epi16(avx2::load128(b.scales), 4), _mm_set1_epi8(0x0f));
+  }
+};
 
-// The 16 group scales of super-block b of the 16 rows w: out[g] holds group g's, row r's
-// in lane r (int32).
-template <class Groups>
-inline void scale_lanes(const typename Groups::Block* const* w, int64_t b, __m512i out[16]) {
-  __m512i low[8], high[8];  // [row pair]: scales 0..7, 8..15
+// 16 signed bytes per block (`bytes`: a format's scales or minimums) of super-block b of
+// the 16 rows w: out[g] holds byte g, row r's in lane r (int32).
+template <class Block, class Bytes>
+inline void byte_lanes(const Block* const* w, int64_t b, Bytes&& bytes, __m512i out[16]) {
+  __m512i low[8], high[8];  // [row pair]: bytes 0..7, 8..15
   for (int i = 0; i < 8; ++i) {
-    const __m256i both = _mm256_inserti128_si256(_mm256_castsi128_si256(Groups::scales(w[paired_row(i)][b])),
-                                                 Groups::scales(w[paired_row(i) + 4][b]), 1);
+    const __m256i both = _mm256_inserti128_si256(_mm256_castsi128_si256(bytes(w[paired_row(i)][b])),
+                                                 bytes(w[paired_row(i) + 4][b]), 1);
     low[i] = _mm512_cvtepi8_epi32(_mm256_castsi256_si128(_mm256_permute4x64_epi64(both, 0x08)));   // qwords 0, 2
     high[i] = _mm512_cvtepi8_epi32(_mm256_castsi256_si128(_mm256_permute4x64_epi64(both, 0x0d)));  // 1, 3
   }
@@ -93,11 +115,17 @@ struct alignas(64) StripQ6x16 {
   float d[kStrip16Rows];
 };
 // Whole cache lines; within the scratch of 16 rows (tile_scratch_bytes per 8 rows).
+// Q2_K's adds its minimums and dmin (4736 bytes).
+struct alignas(64) StripQ2x16 : StripQ6x16 {
+  int8_t mins[16][16];  // [16-value group][row]
+  float dmin[kStrip16Rows];
+};
 static_assert(sizeof(StripQ6x16) == 4416 && sizeof(StripQ6x16) <= 2 * (kQK_K / 32) * 384);
+static_assert(sizeof(StripQ2x16) == 4736 && sizeof(StripQ2x16) <= 2 * (kQK_K / 32) * 384);
 
 template <class Groups>
 struct GroupFormat16 {
-  using Strip = StripQ6x16;
+  using Strip = std::conditional_t<Groups::kMins, StripQ2x16, StripQ6x16>;
   using Block = typename Groups::Block;
 
   static int64_t strip_length(int64_t n_in) { return n_in / kQK_K; }
@@ -105,10 +133,15 @@ struct GroupFormat16 {
   static void repack(const TileJob& job, int64_t row, int n_rows, Strip* strip) {
     for_each_strip_block<Block>(job, row, n_rows, strip_length(job.n_in), [&](const Block* const* w, int64_t b) {
       Strip& s = strip[b];
-      __m512i scales[16];
-      scale_lanes<Groups>(w, b, scales);
-      for (int g = 0; g < 16; ++g) _mm_store_si128(reinterpret_cast<__m128i*>(s.scales[g]), _mm512_cvtepi32_epi8(scales[g]));
+      __m512i lanes[16];
+      byte_lanes(w, b, [](const Block& block) { return Groups::scales(block); }, lanes);
+      for (int g = 0; g < 16; ++g) _mm_store_si128(reinterpret_cast<__m128i*>(s.scales[g]), _mm512_cvtepi32_epi8(lanes[g]));
       for (int h = 0; h < 2; ++h) _mm256_store_ps(s.d + 8 * h, avx2::strip_halves(w + 8 * h, b, offsetof(Block, d)));
+      if constexpr (Groups::kMins) {
+        byte_lanes(w, b, [](const Block& block) { return Groups::mins(block); }, lanes);
+        for (int g = 0; g < 16; ++g) _mm_store_si128(reinterpret_cast<__m128i*>(s.mins[g]), _mm512_cvtepi32_epi8(lanes[g]));
+        for (int h = 0; h < 2; ++h) _mm256_store_ps(s.dmin + 8 * h, avx2::strip_halves(w + 8 * h, b, offsetof(Block, dmin)));
+      }
       #pragma GCC unroll 8
       for (int c = 0; c < 8; ++c) {
         __m512i pairs[8], chunks[8];
@@ -136,12 +169,22 @@ struct GroupFormat16 {
     for (int j = 0; j < C; ++j) sum[j] = _mm512_add_epi32(sum[j], _mm512_mullo_epi32(dot[j], scale));
   }
 
+  // The bytes whose pairs weigh the token's bsums pairs: the minimums, else the scales.
+  static const int8_t (&weight_bytes(const Strip& s))[16][16] {
+    if constexpr (Groups::kMins) {
+      return s.mins;
+    } else {
+      return s.scales;
+    }
+  }
+
   template <int C>
   static void multiply(const TileJob& job, const Strip* strip, int64_t col, __m512* acc, const char* ahead) {
     const BlockQ8_K* a[C];
+    __m512 acc_min[C];
     for (int j = 0; j < C; ++j) {
       a[j] = activation_row<BlockQ8_K>(job, col + j);
-      acc[j] = _mm512_setzero_ps();
+      acc[j] = acc_min[j] = _mm512_setzero_ps();
     }
     for (int64_t b = 0; b < job.n_in / kQK_K; ++b) {
       const Strip& s = strip[b];
@@ -149,25 +192,39 @@ struct GroupFormat16 {
       __m512i sum[C];
       for (int j = 0; j < C; ++j) sum[j] = _mm512_setzero_si512();
       for (int g = 0; g < 16; ++g) add_group<C>(s, a, b, g, sum);
-      // The stored values are q + offset: offset x sum_g scale_g x bsum_g comes off, as
-      // -offset x row r's scales 2p, 2p + 1 in the int16 halves of lane r (exact:
-      // |32 sc| <= 4096) against each token's bsums pairs.
-      __m512i offsets[8];
+      // What multiplies each token's bsums pairs, row r's groups 2p, 2p + 1 in the int16
+      // halves of lane r: -offset x the scales (exact: |32 sc| <= 4096), so that the
+      // stored values' offset comes off the sum, or Q2_K's minimums, for their share.
+      __m512i weights[8];
       for (int p = 0; p < 8; ++p) {
-        const __m128i first = _mm_load_si128(reinterpret_cast<const __m128i*>(s.scales[2 * p]));
-        const __m128i second = _mm_load_si128(reinterpret_cast<const __m128i*>(s.scales[2 * p + 1]));
+        const int8_t(&bytes)[16][16] = weight_bytes(s);
+        const __m128i first = _mm_load_si128(reinterpret_cast<const __m128i*>(bytes[2 * p]));
+        const __m128i second = _mm_load_si128(reinterpret_cast<const __m128i*>(bytes[2 * p + 1]));
         const __m256i paired = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_unpacklo_epi8(first, second)),
                                                        _mm_unpackhi_epi8(first, second), 1);
-        offsets[p] = _mm512_sub_epi16(_mm512_setzero_si512(), _mm512_slli_epi16(_mm512_cvtepi8_epi16(paired), Groups::kOffsetShift));
+        const __m512i words = _mm512_cvtepi8_epi16(paired);
+        weights[p] = Groups::kMins ? words : _mm512_sub_epi16(_mm512_setzero_si512(), _mm512_slli_epi16(words, Groups::kOffsetShift));
       }
       const __m512 d = _mm512_load_ps(s.d);
       #pragma GCC unroll 8
       for (int j = 0; j < C; ++j) {
-        // sum sc * q * a = sum sc * (q + offset) * a - offset * sum_g sc_g * bsum_g, exactly.
-        #pragma GCC unroll 8
-        for (int p = 0; p < 8; ++p) sum[j] = _mm512_dpwssd_epi32(sum[j], offsets[p], broadcast4(a[j][b].bsums + 2 * p));
-        acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[j]), _mm512_mul_ps(d, _mm512_set1_ps(a[j][b].d)), acc[j]);
+        const __m512 ad = _mm512_set1_ps(a[j][b].d);
+        if constexpr (Groups::kMins) {
+          __m512i min_dot = _mm512_setzero_si512();
+          #pragma GCC unroll 8
+          for (int p = 0; p < 8; ++p) min_dot = _mm512_dpwssd_epi32(min_dot, weights[p], broadcast4(a[j][b].bsums + 2 * p));
+          acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[j]), _mm512_mul_ps(d, ad), acc[j]);
+          acc_min[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(min_dot), _mm512_mul_ps(_mm512_load_ps(s.dmin), ad), acc_min[j]);
+        } else {
+          // sum sc * q * a = sum sc * (q + offset) * a - offset * sum_g sc_g * bsum_g, exactly.
+          #pragma GCC unroll 8
+          for (int p = 0; p < 8; ++p) sum[j] = _mm512_dpwssd_epi32(sum[j], weights[p], broadcast4(a[j][b].bsums + 2 * p));
+          acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[j]), _mm512_mul_ps(d, ad), acc[j]);
+        }
       }
+    }
+    if constexpr (Groups::kMins) {
+      for (int j = 0; j < C; ++j) acc[j] = _mm512_sub_ps(acc[j], acc_min[j]);
     }
   }
 };
@@ -181,5 +238,7 @@ size_t repack_q6_K(const TileJob& job, std::byte* out) { return repack_strips16<
 // reduced each row's super-block on its own did (on Zen 4), as its 8 rows' lanes are
 // summed together.
 void tile_q3_K(const TileJob& job) { run_strips16<GroupFormat16<Q3_KGroups16>>(job, avx2::tile_q3_K); }
+// Q2_K likewise (a byte a value is 3 times its size as stored).
+void tile_q2_K(const TileJob& job) { run_strips16<GroupFormat16<Q2_KGroups16>>(job, avx2::tile_q2_K); }
 
 }  // namespace pagoda::backend::cpu::avx512vnni

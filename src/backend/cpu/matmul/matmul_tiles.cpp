@@ -19,7 +19,7 @@ const TileKernel* find_tile_kernel(DType weight, Isa isa, CpuNumerics numerics) 
       kQ4_1{avx2::tile_q4_1, false, false, false, true, true}, kQ5_1{avx2::tile_q5_1, false, false, false, true, true},
       kQ4_K{avx2::tile_q4_K, false, true, true, true}, kQ5_K{avx2::tile_q5_K, false, false, false, true},
       kQ6_K{avx2::tile_q6_K, false, false, false, true}, kIQ4_XS{avx2::tile_iq4_xs, false, false, false, true},
-      kQ3_K{avx2::tile_q3_K, false, false, false, true};
+      kQ3_K{avx2::tile_q3_K, false, false, false, true}, kQ2_K{avx2::tile_q2_K, false, false, false, true};
   // 16-row VNNI strips: the AVX2 strip kernels' bits, faster. Activation sums for all
   // but the formats with a minimum: signed weights are stored with 128 added. The
   // k-quants read their Q8_K blocks' own bsums. Kept copies serve single tokens too: the
@@ -45,6 +45,7 @@ const TileKernel* find_tile_kernel(DType weight, Isa isa, CpuNumerics numerics) 
       kQ4_1Vnni{avx512vnni::tile_q4_1, false, false, false, true, true, 16, avx512vnni::repack_q4_1, nullptr, nullptr, kAnyLength},
       kQ5_1Vnni{avx512vnni::tile_q5_1, false, false, false, true, true, 16},
       kQ3_KVnni{avx512vnni::tile_q3_K, false, false, false, true, false, 16},
+      kQ2_KVnni{avx512vnni::tile_q2_K, false, false, false, true, false, 16},
       kQ4_KVnni = kept_k_quant(avx512vnni::tile_q4_K, avx512vnni::repack_q4_K, 32),
       kQ5_KVnni = kept_k_quant(avx512vnni::tile_q5_K, avx512vnni::repack_q5_K, 32),
       kQ6_KVnni = kept_k_quant(avx512vnni::tile_q6_K, avx512vnni::repack_q6_K, kAnyLength),
@@ -74,6 +75,7 @@ const TileKernel* find_tile_kernel(DType weight, Isa isa, CpuNumerics numerics) 
       case DType::Q6_K: return &kQ6_KVnni;
       case DType::IQ4_XS: return &kIQ4_XSVnni;
       case DType::Q3_K: return &kQ3_KVnni;
+      case DType::Q2_K: return &kQ2_KVnni;
       default: break;
     }
   }
@@ -91,6 +93,7 @@ const TileKernel* find_tile_kernel(DType weight, Isa isa, CpuNumerics numerics) 
     case DType::Q6_K: return &kQ6_K;
     case DType::IQ4_XS: return &kIQ4_XS;
     case DType::Q3_K: return &kQ3_K;
+    case DType::Q2_K: return &kQ2_K;
     default: return nullptr;
   }
 }
