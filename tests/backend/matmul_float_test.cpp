@@ -172,6 +172,41 @@ TEST_P(MatmulFloatTest, TheAvx512GemmGivesTheGemmsBits) {
 INSTANTIATE_TEST_SUITE_P(FloatWeights, MatmulFloatTest, ::testing::Values(DType::F32, DType::F16),
                          [](const ::testing::TestParamInfo<DType>& info) { return std::string(dtype_name(info.param)); });
 
+// BF16 weights under fast numerics: the same gemm (lane by lane fused multiply-adds, the
+// lanes reduced in the AVX-512 tree) against activations rounded to bf16, for every token
+// count, on AVX2 and, for tiles of more than 4 tokens, in its AVX-512 form.
+TEST(MatmulFloat, Bf16WeightsTakeTheGemmUnderFastNumerics) {
+  if (quant::best_isa() == Isa::kScalar) GTEST_SKIP() << "the gemm needs AVX2";
+  const int64_t n_in = 160, n_out = 22;
+  std::vector<float> values = random_values(size_t(n_in * n_out), 61, 0.5f);
+  std::vector<uint16_t> bits(values.size());
+  for (size_t i = 0; i < values.size(); ++i) {
+    bits[i] = f32_to_bf16(values[i]);
+    values[i] = bf16_to_f32(bits[i]);
+  }
+  const TensorView w = make_view(bits.data(), DType::BF16, n_in, n_out);
+  std::vector<Isa> isas = {Isa::kAvx2};
+  if (quant::isa_available(Isa::kAvx512)) isas.push_back(Isa::kAvx512);
+  for (const Isa isa : isas) {
+    ASSERT_NE(find_fast_float_tile(DType::BF16, isa, n_in), nullptr);
+    for (const int64_t n_tokens : {int64_t{1}, int64_t{3}, int64_t{5}, int64_t{14}}) {
+      Matrix x(n_tokens, n_in, /*pad=*/2, 62 + uint32_t(n_tokens), 1.5f);
+      ThreadPool pool(2);
+      Matmul matmul(isa, CpuNumerics::kFast);
+      Matrix y(n_tokens, n_out, /*pad=*/3);
+      ASSERT_TRUE(matmul.run(pool, w, x.view(), y.view()).ok());
+      for (int64_t t = 0; t < n_tokens; ++t) {
+        std::vector<float> a(static_cast<size_t>(n_in));
+        for (int64_t i = 0; i < n_in; ++i) a[size_t(i)] = bf16_to_f32(f32_to_bf16(x.at(t, i)));
+        for (int64_t r = 0; r < n_out; ++r) {
+          ASSERT_EQ(y.at(t, r), gemm_model(&values[size_t(r * n_in)], a.data(), n_in))
+              << isa_name(isa) << ", " << n_tokens << " tokens: token " << t << " row " << r;
+        }
+      }
+    }
+  }
+}
+
 TEST(MatmulFloat, TheGemmIsFoundOnlyWhereTheReferenceTakesIt) {
   const Isa isa = Isa::kAvx2;
   EXPECT_NE(find_reference_float_tile(DType::F32, isa, 64, 172, 2), nullptr);

@@ -25,11 +25,15 @@ const TileKernel* find_fast_float_tile(DType weight, Isa isa, int64_t n_in) {
   static constexpr TileKernel kF32Avx512{avx512::gemm_f32_lanes16, false, false, false};
   static constexpr TileKernel kF16Avx512{.run = avx512::gemm_f16_lanes16, .block_sums = false, .mirrors_reference = false,
                                          .needs_rows_of_8 = false, .widens_activations = true};
+  static constexpr TileKernel kBF16{avx2::gemm_bf16_lanes16, false, false, false};
+  static constexpr TileKernel kBF16Avx512{.run = avx512::gemm_bf16_lanes16, .block_sums = false, .mirrors_reference = false,
+                                          .needs_rows_of_8 = false, .widens_activations = true};
   if (isa == Isa::kScalar || n_in % kReferenceGemmLanes != 0) return nullptr;
   const bool avx512 = isa >= Isa::kAvx512;
   switch (weight) {
     case DType::F32: return avx512 ? &kF32Avx512 : &kF32;
     case DType::F16: return avx512 ? &kF16Avx512 : &kF16;
+    case DType::BF16: return avx512 ? &kBF16Avx512 : &kBF16;
     default: return nullptr;
   }
 }

@@ -37,14 +37,16 @@ const TileKernel* find_reference_float_tile(DType weight, Isa isa, int64_t n_in,
 // Under fast numerics, the same kernels for every number of tokens, one included (so that
 // a token's result does not depend on its batch): a weight chunk is widened once for
 // several tokens instead of once per token. nullptr where n_in % 16 != 0, the type is
-// not F32 or F16, or on the scalar ISA.
+// not F32, F16 or BF16, or on the scalar ISA.
 const TileKernel* find_fast_float_tile(DType weight, Isa isa, int64_t n_in);
 
 namespace avx2 {
-// TileJob over F32 weights and F32 activations / F16 weights and F16 activations;
+// TileJob over F32 weights and F32 activations / F16 weights and F16 activations / BF16
+// weights and BF16 activations (fast numerics only: the reference takes BF16 row by row);
 // job.n_in a multiple of kReferenceGemmLanes; any number of rows and tokens.
 void gemm_f32_lanes16(const TileJob& job);
 void gemm_f16_lanes16(const TileJob& job);
+void gemm_bf16_lanes16(const TileJob& job);
 }  // namespace avx2
 
 // The same on AVX-512 (matmul_float_avx512.cpp): the same bits, each accumulator one
@@ -53,6 +55,7 @@ void gemm_f16_lanes16(const TileJob& job);
 namespace avx512 {
 void gemm_f32_lanes16(const TileJob& job);
 void gemm_f16_lanes16(const TileJob& job);
+void gemm_bf16_lanes16(const TileJob& job);
 }  // namespace avx512
 
 }  // namespace pagoda::backend::cpu

@@ -36,6 +36,14 @@ struct F16Values {
     return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
   }
 };
+// BF16 weights against activations rounded to bf16 (the quant layer's convert_row_bf16):
+// widened by a shift, and every product of two bf16 values is exact in f32.
+struct BF16Values {
+  using Value = uint16_t;
+  static __m256 load8(const uint16_t* p) {
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))), 16));
+  }
+};
 
 // Outputs of weight rows [row, row + R) x tokens [col, col + C) of the tile.
 template <class Values, int R, int C>
@@ -99,5 +107,6 @@ void gemm_lanes16(const TileJob& job) {
 
 void gemm_f32_lanes16(const TileJob& job) { gemm_lanes16<F32Values>(job); }
 void gemm_f16_lanes16(const TileJob& job) { gemm_lanes16<F16Values>(job); }
+void gemm_bf16_lanes16(const TileJob& job) { gemm_lanes16<BF16Values>(job); }
 
 }  // namespace pagoda::backend::cpu::avx2

@@ -48,6 +48,18 @@ struct F16Values {
   using Value = uint16_t;
   using Activation = float;
 };
+// BF16 weights (a type of their own for widen16) against their bf16-rounded activations,
+// likewise widened once per tile.
+struct BF16Bits {
+  uint16_t bits;
+};
+inline __m512 widen16(const BF16Bits* p) {
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))), 16));
+}
+struct BF16Values {
+  using Value = BF16Bits;
+  using Activation = float;
+};
 
 // Outputs of weight rows [row, row + R) x tokens [col, col + C) of the tile.
 template <class Values, int R, int C>
@@ -96,6 +108,23 @@ void gemm_lanes16(const TileJob& job) {
   for (; row < job.n_rows; ++row) gemm_rows<Values, 1>(job, row);
 }
 
+// A tile of 16-bit weights and activations (Values::Value each): its activations as f32,
+// token after token (TileKernel::widens_activations), then the gemm.
+template <class Values>
+void gemm_widened(const TileJob& job) {
+  using Half = typename Values::Value;
+  auto* widened = reinterpret_cast<float*>(job.scratch);
+  for (int64_t t = 0; t < job.n_cols; ++t) {
+    const auto* a = reinterpret_cast<const Half*>(job.a + static_cast<size_t>(t) * job.a_stride);
+    float* out = widened + static_cast<size_t>(t * job.n_in);
+    for (int64_t i = 0; i < job.n_in; i += kReferenceGemmLanes) _mm512_storeu_ps(out + i, widen16(a + i));
+  }
+  TileJob widened_job = job;
+  widened_job.a = reinterpret_cast<const std::byte*>(widened);
+  widened_job.a_stride = static_cast<size_t>(job.n_in) * sizeof(float);
+  gemm_lanes16<Values>(widened_job);
+}
+
 }  // namespace
 
 void gemm_f32_lanes16(const TileJob& job) {
@@ -105,22 +134,20 @@ void gemm_f32_lanes16(const TileJob& job) {
     gemm_lanes16<F32Values>(job);
   }
 }
+
 void gemm_f16_lanes16(const TileJob& job) {
   if (job.n_cols <= kStreamTokens) {
     avx2::gemm_f16_lanes16(job);
-    return;
+  } else {
+    gemm_widened<F16Values>(job);
   }
-  // The tile's f16 activations as f32, token after token (TileKernel::widens_activations).
-  auto* widened = reinterpret_cast<float*>(job.scratch);
-  for (int64_t t = 0; t < job.n_cols; ++t) {
-    const auto* a = reinterpret_cast<const uint16_t*>(job.a + static_cast<size_t>(t) * job.a_stride);
-    float* out = widened + static_cast<size_t>(t * job.n_in);
-    for (int64_t i = 0; i < job.n_in; i += kReferenceGemmLanes) _mm512_storeu_ps(out + i, widen16(a + i));
+}
+void gemm_bf16_lanes16(const TileJob& job) {
+  if (job.n_cols <= kStreamTokens) {
+    avx2::gemm_bf16_lanes16(job);
+  } else {
+    gemm_widened<BF16Values>(job);
   }
-  TileJob widened_job = job;
-  widened_job.a = reinterpret_cast<const std::byte*>(widened);
-  widened_job.a_stride = static_cast<size_t>(job.n_in) * sizeof(float);
-  gemm_lanes16<F16Values>(widened_job);
 }
 
 }  // namespace pagoda::backend::cpu::avx512
