@@ -1,6 +1,5 @@
-// AVX-512 VNNI kernels of IQ4_XS against Q8_K activations: the 16-row strips, their kept
-// copy and the single-token kernel, with the AVX2 kernels' arithmetic (matmul_strip_iq4xs.h)
-// and so their bits.
+// AVX-512 VNNI kernels of IQ4_XS against Q8_K activations: the 16-row strips and their kept
+// copy, with the AVX2 kernels' arithmetic (matmul_strip_iq4xs.h) and so their bits.
 //
 // vpdpbusd wants its first operand unsigned: the codebook is looked up with 128 added
 // (1..241), which sums each sub-block's dot with 128 times the token's sum over the
@@ -11,7 +10,6 @@
 // stored.
 
 #include <cstddef>
-#include <cstring>
 
 #include "backend/cpu/matmul/matmul_strip_avx512.h"
 #include "backend/cpu/matmul/matmul_strip_iq4xs.h"
@@ -112,73 +110,11 @@ struct PackedIQ4_XS16 {
   }
 };
 
-// ---- one token, the blocks as stored -------------------------------------------------
-
-// The token's sums over each sub-block (int32 [n_blocks][8]), once per tile, in scratch.
-inline const __m256i* sub_block_sums(const TileJob& job, const BlockQ8_K* a) {
-  auto* sums = reinterpret_cast<__m256i*>(job.scratch);
-  for (int64_t b = 0; b < job.n_in / kQK_K; ++b) {
-    sums[b] = _mm256_cvtepi16_epi32(_mm_hadd_epi16(avx2::load128(a[b].bsums), avx2::load128(a[b].bsums + 8)));
-  }
-  return sums;
-}
-
-// One row's super-block: 16 int32 lanes that add up to its total (exact). Pair p's 32
-// bytes lie in the 128-bit lanes of a vector as [bytes 0..15, 0..15, 16..31, 16..31],
-// nibbles low, high, low, high: sub-blocks 2p and 2p + 1 in the order of the token's
-// 64 bytes from 64p, one vpdpbusd; lanes 0..7 then belong to sub-block 2p, 8..15 to 2p + 1.
-inline __m512i row_block_lanes(const BlockIQ4_XS& w, const BlockQ8_K& a, __m256i sub_sums) {
-  const __m512i codebook = unsigned_codebook();
-  const __m512i shifts = _mm512_setr_epi64(0, 0, 0x0004000400040004, 0x0004000400040004, 0, 0, 0x0004000400040004,
-                                           0x0004000400040004);
-  const __m256i scales8 = avx2::iq4_xs_scales(w);
-  const __m512i scales = _mm512_castsi256_si512(scales8);
-  __m512i sum = _mm512_setzero_si512();
-  for (int p = 0; p < 4; ++p) {
-    const __m512i bytes = _mm512_broadcast_i64x4(avx2::load256(w.qs + 32 * p));
-    const __m512i spread = _mm512_shuffle_i64x2(bytes, bytes, _MM_SHUFFLE(1, 1, 0, 0));
-    const __m512i nibbles = _mm512_and_si512(_mm512_srlv_epi16(spread, shifts), _mm512_set1_epi8(0x0f));
-    const __m512i dot = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_shuffle_epi8(codebook, nibbles), load512(a.qs + 64 * p));
-    const __m512i scale = _mm512_permutexvar_epi32(
-        _mm512_inserti64x4(_mm512_set1_epi32(2 * p), _mm256_set1_epi32(2 * p + 1), 1), scales);
-    sum = _mm512_add_epi32(sum, _mm512_mullo_epi32(dot, scale));
-  }
-  // 128 x sum_s scale_s x (the token's sum over s) comes off.
-  const __m256i offset = _mm256_slli_epi32(_mm256_mullo_epi32(scales8, sub_sums), 7);
-  return _mm512_sub_epi32(sum, _mm512_zextsi256_si512(offset));
-}
-
-// The sum of v's 16 int32 lanes.
-inline int32_t lane_total(__m512i v) {
-  const __m256i h8 = _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
-  const __m128i h4 = _mm_add_epi32(_mm256_castsi256_si128(h8), _mm256_extracti128_si256(h8, 1));
-  const __m128i h2 = _mm_add_epi32(h4, _mm_unpackhi_epi64(h4, h4));
-  return _mm_cvtsi128_si32(_mm_add_epi32(h2, _mm_shuffle_epi32(h2, 1)));
-}
-
-void gemv_iq4_xs(const TileJob& job) {
-  const RowPrefetch prefetch;
-  const int64_t n_blocks = job.n_in / kQK_K;
-  for (int64_t col = 0; col < job.n_cols; ++col) {
-    const BlockQ8_K* a = activation_row<BlockQ8_K>(job, col);
-    const __m256i* sub_sums = sub_block_sums(job, a);
-    float* y = job.y + static_cast<size_t>(col) * job.y_stride;
-    for (int64_t row = 0; row < job.n_rows; ++row) {
-      const BlockIQ4_XS* w = weight_row<BlockIQ4_XS>(job, row);
-      __m128 acc = _mm_setzero_ps();
-      for (int64_t b = 0; b < n_blocks; ++b) {
-        prefetch(&w[b], sizeof(BlockIQ4_XS));
-        const __m128 total = _mm_cvtsi32_ss(_mm_setzero_ps(), lane_total(row_block_lanes(w[b], a[b], sub_sums[b])));
-        acc = _mm_fmadd_ss(total, _mm_set_ss(_cvtsh_ss(w[b].d) * a[b].d), acc);
-      }
-      y[row] = _mm_cvtss_f32(acc);
-    }
-  }
-}
-
 }  // namespace
 
-void tile_iq4_xs(const TileJob& job) { run_strips16<PackedIQ4_XS16>(job, gemv_iq4_xs); }
+// Single tokens read the kept copy where there is one; without it they take the AVX2
+// kernel (the same bits), which streams the rows as stored as fast as a VNNI one did.
+void tile_iq4_xs(const TileJob& job) { run_strips16<PackedIQ4_XS16>(job, avx2::tile_iq4_xs); }
 size_t repack_iq4_xs(const TileJob& job, std::byte* out) { return repack_strips16<PackedIQ4_XS16>(job, out); }
 
 }  // namespace pagoda::backend::cpu::avx512vnni

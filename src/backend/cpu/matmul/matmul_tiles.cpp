@@ -31,7 +31,7 @@ const TileKernel* find_tile_kernel(DType weight, Isa isa, CpuNumerics numerics) 
   // bits, taken apart once per 8 tokens as they are multiplied: they serve batched
   // decoding (tiles of up to 32 tokens), and prompts repack. Q6_K's hold a byte a value,
   // as its scratch strips do, and serve every tile. IQ4_XS's, its packed bytes in place
-  // (the layout of its scratch strips too), serve every tile, single tokens included: its
+  // (the layout of its scratch strips too), serve every tile, single tokens included: a
   // single-token kernel on the rows as stored spends about three times their arithmetic.
   constexpr auto kept_k_quant = [](void (*run)(const TileJob&), size_t (*repack)(const TileJob&, std::byte*),
                                    int64_t up_to_tokens) {

@@ -165,7 +165,7 @@ void tile_q5_K(const TileJob& job);
 void tile_q6_K(const TileJob& job);
 void tile_q3_K(const TileJob& job);
 void tile_q2_K(const TileJob& job);
-void tile_iq4_xs(const TileJob& job);  // its single-token kernel inside (matmul_strips_iq4xs_avx512vnni.cpp)
+void tile_iq4_xs(const TileJob& job);
 // Single-token kernels (matmul_gemv_*_avx512vnni.cpp), for tiles of fewer than 4 tokens:
 // the blocks as stored, the strip kernels' bits.
 void gemv_q8_0(const TileJob& job);
