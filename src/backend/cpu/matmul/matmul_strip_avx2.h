@@ -18,7 +18,6 @@
 #include <cstring>
 
 #include "backend/cpu/matmul/matmul_tiles.h"
-#include "quant/blocks.h"
 
 namespace pagoda::backend::cpu::avx2 {
 namespace {
@@ -105,21 +104,6 @@ inline __m256i row_totals(const __m128i p[8]) {
   const __m256i h01 = _mm256_hadd_epi32(_mm256_set_m128i(p[4], p[0]), _mm256_set_m128i(p[5], p[1]));
   const __m256i h23 = _mm256_hadd_epi32(_mm256_set_m128i(p[6], p[2]), _mm256_set_m128i(p[7], p[3]));
   return _mm256_hadd_epi32(h01, h23);
-}
-
-// Q3_K's 16 group scales (6 bits, stored with 32 added) as signed bytes:
-// quant::dot_scales::unpack_q3_K in registers (its scalar form goes through memory, and
-// the reload stalls). Of the 12 bytes as words w0, w1, w2: the low 4 bits of scales 0..3,
-// 4..7, 8..11, 12..15 are the nibbles of w0, w1, w0 >> 4, w1 >> 4, their top 2 bits
-// those of w2, w2 >> 2, w2 >> 4, w2 >> 6.
-inline __m128i q3_K_scales(const quant::BlockQ3_K& b) {
-  int32_t top;
-  std::memcpy(&top, b.scales + 8, sizeof(top));
-  const __m128i words = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(b.scales));  // w0, w1
-  const __m128i low = _mm_and_si128(_mm_srlv_epi32(_mm_unpacklo_epi64(words, words), _mm_setr_epi32(0, 0, 4, 4)),
-                                    _mm_set1_epi8(0x0f));
-  const __m128i high = _mm_and_si128(_mm_srlv_epi32(_mm_set1_epi32(top), _mm_setr_epi32(0, 2, 4, 6)), _mm_set1_epi8(3));
-  return _mm_sub_epi8(_mm_or_si128(low, _mm_slli_epi32(high, 4)), _mm_set1_epi8(32));
 }
 
 // int16 number i (0..7) of each 128-bit half of v, in every int16 of that half.

@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "backend/cpu/matmul/matmul_strip_avx2.h"
+#include "backend/cpu/matmul/matmul_strip_groups16.h"
 #include "quant/blocks.h"
 
 namespace pagoda::backend::cpu::avx2 {
@@ -56,54 +57,30 @@ inline __m256i q2_values(const BlockQ2_K& b, int c) {
   return _mm256_and_si256(_mm256_srli_epi16(load256(b.qs + 32 * (c / 4)), 2 * (c % 4)), _mm256_set1_epi8(3));
 }
 
-// The formats: their blocks, values (0..63 / 0..7 / 0..3), group scales as 16 signed bytes,
-// and either the offset of their stored values as a power of two or (kMins) the groups'
-// minimums as 16 bytes.
-struct Q6_KGroups {
-  using Block = BlockQ6_K;
-  static constexpr bool kMins = false;
-  static constexpr int kOffsetShift = 5;  // q + 32
+// The formats: their scale side (matmul_strip_groups16.h) and the values of a chunk.
+struct Q6_KGroups : Q6_KScales {
   static __m256i values(const Block& b, int c) { return q6_values(b, c); }
-  static __m128i scales(const Block& b) { return load128(b.scales); }
 };
-struct Q3_KGroups {
-  using Block = BlockQ3_K;
-  static constexpr bool kMins = false;
-  static constexpr int kOffsetShift = 2;  // q + 4
+struct Q3_KGroups : Q3_KScales {
   static __m256i values(const Block& b, int c) { return q3_values(b, c); }
-  static __m128i scales(const Block& b) { return q3_K_scales(b); }
 };
-struct Q2_KGroups {
-  using Block = BlockQ2_K;
-  static constexpr bool kMins = true;
-  static constexpr int kOffsetShift = 0;
+struct Q2_KGroups : Q2_KScales {
   static __m256i values(const Block& b, int c) { return q2_values(b, c); }
-  static __m128i scales(const Block& b) { return _mm_and_si128(load128(b.scales), _mm_set1_epi8(0x0f)); }
-  static __m128i mins(const Block& b) { return _mm_and_si128(_mm_srli_epi16(load128(b.scales), 4), _mm_set1_epi8(0x0f)); }
 };
 
-// What multiplies the activations' group sums: the scales (times the offset, for the
-// formats without minimums) or the minimums.
-template <class Groups>
-__m128i bsum_weights(const typename Groups::Block& b) {
-  if constexpr (Groups::kMins) {
-    return Groups::mins(b);
-  } else {
-    return Groups::scales(b);
-  }
-}
-
-struct StripQ6 {
+// One super-block of 8 rows. `pairs` weigh the activations' group sums: the scales (their
+// share, times the offset, comes off the sum) or Q2_K's minimums.
+struct GroupStrip {
   uint8_t qs[8][8][32];     // [chunk of 32 values][step of 4 values][row x 4]
   int16_t scales[16][16];   // [16-value group]: row r's scale twice in lane r
-  int16_t pairs[8][16];     // [pair p]: row r's bsum_weights 2p, 2p + 1 in lane r
+  int16_t pairs[8][16];     // [pair p]: row r's scales (or minimums) 2p, 2p + 1 in lane r
   float d[kStripRows];
   float dmin[kStripRows];   // Q2_K
 };
 
 template <class Groups>
 struct GroupFormat {
-  using Strip = StripQ6;
+  using Strip = GroupStrip;
   using Block = typename Groups::Block;
 
   static void repack(const TileJob& job, int64_t row, int n_rows, Strip* strip) {
@@ -114,8 +91,13 @@ struct GroupFormat {
       for (int r = 0; r < kStripRows; ++r) {
         alignas(16) int8_t scales[16] = {}, weights[16] = {};
         if (r < n_rows) {
-          _mm_store_si128(reinterpret_cast<__m128i*>(scales), Groups::scales(w[r][b]));
-          _mm_store_si128(reinterpret_cast<__m128i*>(weights), bsum_weights<Groups>(w[r][b]));
+          const __m128i row_scales = Groups::scales(w[r][b]);
+          _mm_store_si128(reinterpret_cast<__m128i*>(scales), row_scales);
+          if constexpr (Groups::kMins) {
+            _mm_store_si128(reinterpret_cast<__m128i*>(weights), Groups::mins(w[r][b]));
+          } else {
+            _mm_store_si128(reinterpret_cast<__m128i*>(weights), row_scales);
+          }
         }
         for (int g = 0; g < 16; ++g) {
           s.scales[g][2 * r] = s.scales[g][2 * r + 1] = scales[g];

@@ -13,6 +13,7 @@
 #include <type_traits>
 
 #include "backend/cpu/matmul/matmul_strip_avx512.h"
+#include "backend/cpu/matmul/matmul_strip_groups16.h"
 #include "quant/blocks.h"
 
 namespace pagoda::backend::cpu::avx512vnni {
@@ -61,32 +62,15 @@ inline __m512i q2_values(const BlockQ2_K& low, const BlockQ2_K& high, int c) {
   return _mm512_and_si512(_mm512_srli_epi16(load_row_pair(low.qs + 32 * k, high.qs + 32 * k), 2 * j), _mm512_set1_epi8(3));
 }
 
-// The formats: their blocks, values of a row pair, group scales as 16 signed bytes, and
-// either the offset of their stored values as a power of two or (kMins) the groups'
-// minimums as 16 bytes.
-struct Q6_KGroups16 {
-  using Block = BlockQ6_K;
-  static constexpr bool kMins = false;
-  static constexpr int kOffsetShift = 5;  // q + 32
+// The formats: their scale side (matmul_strip_groups16.h) and the values of a row pair.
+struct Q6_KGroups16 : avx2::Q6_KScales {
   static __m512i values(const Block& low, const Block& high, int c) { return q6_values(low, high, c); }
-  static __m128i scales(const Block& b) { return avx2::load128(b.scales); }
 };
-struct Q3_KGroups16 {
-  using Block = BlockQ3_K;
-  static constexpr bool kMins = false;
-  static constexpr int kOffsetShift = 2;  // q + 4
+struct Q3_KGroups16 : avx2::Q3_KScales {
   static __m512i values(const Block& low, const Block& high, int c) { return q3_values(low, high, c); }
-  static __m128i scales(const Block& b) { return avx2::q3_K_scales(b); }
 };
-struct Q2_KGroups16 {
-  using Block = BlockQ2_K;
-  static constexpr bool kMins = true;
-  static constexpr int kOffsetShift = 0;
+struct Q2_KGroups16 : avx2::Q2_KScales {
   static __m512i values(const Block& low, const Block& high, int c) { return q2_values(low, high, c); }
-  static __m128i scales(const Block& b) { return _mm_and_si128(avx2::load128(b.scales), _mm_set1_epi8(0x0f)); }
-  static __m128i mins(const Block& b) {
-    return _mm_and_si128(_mm_srli_epi16(avx2::load128(b.scales), 4), _mm_set1_epi8(0x0f));
-  }
 };
 
 // 16 signed bytes per block (`bytes`: a format's scales or minimums) of super-block b of
@@ -105,8 +89,8 @@ inline void byte_lanes(const Block* const* w, int64_t b, Bytes&& bytes, __m512i 
 }
 
 // One super-block of 16 rows (4416 bytes), in scratch or kept (TileKernel::repack): a
-// byte a value, so that the multiply puts no values together; the scales as bytes. Kept,
-// it is 1.31 times the rows as stored: a kept copy of the packed bits (the size as
+// byte a value, so that the multiply puts no values together; the scales as bytes. Kept
+// (Q6_K), it is 1.31 times the rows as stored: a kept copy of the packed bits (the size as
 // stored) took the values apart once per group of tokens, which cost a batched step
 // more than reading the extra bytes does.
 struct alignas(64) StripQ6x16 {
@@ -114,12 +98,12 @@ struct alignas(64) StripQ6x16 {
   int8_t scales[16][16];  // [16-value group][row]
   float d[kStrip16Rows];
 };
-// Whole cache lines; within the scratch of 16 rows (tile_scratch_bytes per 8 rows).
 // Q2_K's adds its minimums and dmin (4736 bytes).
 struct alignas(64) StripQ2x16 : StripQ6x16 {
   int8_t mins[16][16];  // [16-value group][row]
   float dmin[kStrip16Rows];
 };
+// Whole cache lines; within the scratch of 16 rows (tile_scratch_bytes per 8 rows).
 static_assert(sizeof(StripQ6x16) == 4416 && sizeof(StripQ6x16) <= 2 * (kQK_K / 32) * 384);
 static_assert(sizeof(StripQ2x16) == 4736 && sizeof(StripQ2x16) <= 2 * (kQK_K / 32) * 384);
 
@@ -196,8 +180,8 @@ struct GroupFormat16 {
       // halves of lane r: -offset x the scales (exact: |32 sc| <= 4096), so that the
       // stored values' offset comes off the sum, or Q2_K's minimums, for their share.
       __m512i weights[8];
+      const int8_t(&bytes)[16][16] = weight_bytes(s);
       for (int p = 0; p < 8; ++p) {
-        const int8_t(&bytes)[16][16] = weight_bytes(s);
         const __m128i first = _mm_load_si128(reinterpret_cast<const __m128i*>(bytes[2 * p]));
         const __m128i second = _mm_load_si128(reinterpret_cast<const __m128i*>(bytes[2 * p + 1]));
         const __m256i paired = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_unpacklo_epi8(first, second)),
