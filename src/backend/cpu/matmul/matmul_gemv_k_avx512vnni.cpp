@@ -36,21 +36,15 @@ inline __m128 f32_step(__m128i totals, __m128 d, float a_d, __m128 acc) {
   return _mm_fmadd_ps(_mm_cvtepi32_ps(totals), _mm_mul_ps(d, _mm_set1_ps(a_d)), acc);
 }
 
-// `count` adjacent f16 at p (1 or 2: a block's d, or its d and dmin) as f32 lanes.
-inline __m128 halves(const void* p, size_t count) {
+// `count` adjacent f16 at p (1 or 2: a block's d, or its d and dmin) in the low 32 bits.
+inline __m128i half_bits(const void* p, size_t count) {
   uint32_t bits = 0;
   std::memcpy(&bits, p, 2 * count);
-  return _mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(bits)));
+  return _mm_cvtsi32_si128(static_cast<int>(bits));
 }
 
-inline int load_u32(const void* p) {
-  int bits;
-  std::memcpy(&bits, p, sizeof(bits));
-  return bits;
-}
-
-// A block's d and dmin (f16) in the low 32 bits.
-inline __m128i halves_bits(const void* p) { return _mm_cvtsi32_si128(load_u32(p)); }
+// The same as f32 lanes.
+inline __m128 halves(const void* p, size_t count) { return _mm_cvtph_ps(half_bits(p, count)); }
 
 // [sum of a's 16 lanes, sum of b's 4 lanes, the same again], exact in int32.
 inline __m128i lane_sums(__m512i a, __m128i b) {
@@ -180,7 +174,7 @@ inline float scale_min_row(const TileJob& job, const ScaleMinToken& t, const Blo
                                            avx2::load256(t.groups + b));
     const __m128 totals = _mm_cvtepi32_ps(pair_totals(s0, s1, mins));
     // [d, dmin] of both blocks, times the token's d of each: the steps of f32_step.
-    const __m128 d = _mm_mul_ps(_mm_cvtph_ps(_mm_insert_epi32(halves_bits(&w[b].d), load_u32(&w[b + 1].d), 1)),
+    const __m128 d = _mm_mul_ps(_mm_cvtph_ps(_mm_unpacklo_epi32(half_bits(&w[b].d, 2), half_bits(&w[b + 1].d, 2))),
                                 _mm_loadu_ps(t.scales + 2 * b));
     acc = _mm_fmadd_ps(totals, d, acc);
     acc = _mm_fmadd_ps(_mm_movehl_ps(totals, totals), _mm_movehl_ps(d, d), acc);
