@@ -14,9 +14,9 @@ endfunction()
 
 # pagoda_add_library(NAME SOURCES DEPS...): the library pagoda_NAME of the sources given
 # as one list (header-only when it is empty), for folders that choose their own.
-# Files named *_avx2.cpp, *_avx512.cpp, *_avx512vnni.cpp and *_amx.cpp (AVX-512 VNNI
-# and the AMX tiles) are compiled for that instruction set only; the code that calls
-# them checks the CPU at run time first.
+# Files named *_avx2.cpp, *_avx512.cpp, *_avx512bf16.cpp (with its BF16 dot products),
+# *_avx512vnni.cpp and *_amx.cpp (AVX-512 VNNI and the AMX tiles) are compiled for that
+# instruction set only; the code that calls them checks the CPU at run time first.
 function(pagoda_add_library name sources)
   if(NOT sources)
     add_library(pagoda_${name} INTERFACE)  # a header-only layer
@@ -36,6 +36,9 @@ function(pagoda_add_library name sources)
     elseif(src MATCHES "_avx512vnni\\.cpp$")
       set_source_files_properties(${src} PROPERTIES COMPILE_OPTIONS
         "-mavx2;-mfma;-mf16c;-mavx512f;-mavx512bw;-mavx512vl;-mavx512dq;-mavx512vnni")
+    elseif(src MATCHES "_avx512bf16\\.cpp$")
+      set_source_files_properties(${src} PROPERTIES COMPILE_OPTIONS
+        "-mavx2;-mfma;-mf16c;-mavx512f;-mavx512bw;-mavx512vl;-mavx512dq;-mavx512bf16")
     elseif(src MATCHES "_avx512\\.cpp$")
       set_source_files_properties(${src} PROPERTIES COMPILE_OPTIONS
         "-mavx2;-mfma;-mf16c;-mavx512f;-mavx512bw;-mavx512vl;-mavx512dq")

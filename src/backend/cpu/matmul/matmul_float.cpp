@@ -1,5 +1,7 @@
 #include "backend/cpu/matmul/matmul_float.h"
 
+#include "core/cpu_features.h"
+
 namespace pagoda::backend::cpu {
 
 const TileKernel* find_reference_float_tile(DType weight, Isa isa, int64_t n_in, int64_t n_out,
@@ -25,15 +27,18 @@ const TileKernel* find_fast_float_tile(DType weight, Isa isa, int64_t n_in) {
   static constexpr TileKernel kF32Avx512{avx512::gemm_f32_lanes16, false, false, false};
   static constexpr TileKernel kF16Avx512{.run = avx512::gemm_f16_lanes16, .block_sums = false, .mirrors_reference = false,
                                          .needs_rows_of_8 = false, .widens_activations = true};
-  static constexpr TileKernel kBF16{avx2::gemm_bf16_lanes16, false, false, false};
-  static constexpr TileKernel kBF16Avx512{.run = avx512::gemm_bf16_lanes16, .block_sums = false, .mirrors_reference = false,
-                                          .needs_rows_of_8 = false, .widens_activations = true};
+  static constexpr TileKernel kBF16{avx2::gemm_bf16_pairs, false, false, false};
+  static constexpr TileKernel kBF16Avx512{avx512::gemm_bf16_pairs, false, false, false};
+  static constexpr TileKernel kBF16Dots{avx512bf16::gemm_bf16_pairs, false, false, false};
   if (isa == Isa::kScalar || n_in % kReferenceGemmLanes != 0) return nullptr;
   const bool avx512 = isa >= Isa::kAvx512;
   switch (weight) {
     case DType::F32: return avx512 ? &kF32Avx512 : &kF32;
     case DType::F16: return avx512 ? &kF16Avx512 : &kF16;
-    case DType::BF16: return avx512 ? &kBF16Avx512 : &kBF16;
+    case DType::BF16:
+      if (n_in % kBf16PairChunk != 0) return nullptr;
+      if (!avx512) return &kBF16;
+      return cpu_features().avx512_bf16 ? &kBF16Dots : &kBF16Avx512;
     default: return nullptr;
   }
 }

@@ -4,7 +4,8 @@
 // and the 8 sums reduced as the reference's AVX-512 horizontal sum reduces them. Fused
 // multiply-adds round once per product, as the reference's do, so every output is bit
 // for bit the reference's. 2 weight rows x 2 tokens per block: 8 accumulators, and each
-// chunk loaded (F16: widened) once for two dot products.
+// chunk loaded (F16: widened) once for two dot products. BF16 weights take the BF16
+// dot-product instruction's arithmetic instead (kBf16PairChunk, matmul_float.h).
 
 #include <immintrin.h>
 
@@ -19,29 +20,63 @@ namespace {
 
 constexpr int kBlockRows = 2;
 constexpr int kBlockCols = 2;
-constexpr int64_t kHalf = kReferenceGemmLanes / 2;
 // Tiles of at most this many tokens read their rows once, as a stream.
 constexpr int64_t kStreamTokens = 4;
 // Values of a weight row per 64-byte line: one prefetch per line and row.
 template <typename Value>
 constexpr int64_t kValuesPerLine = 64 / static_cast<int64_t>(sizeof(Value));
 
-struct F32Values {
+// Each type's policy: kChunk values of a row (weights or activations alike) loaded as a
+// Chunk, and a weight chunk fused with an activation chunk into an output's accumulator
+// halves (lanes [0, 8) and [8, 16)).
+template <class Load>
+struct Lanes16 {
+  using Value = typename Load::Value;
+  static constexpr int64_t kChunk = kReferenceGemmLanes;
+  struct Chunk {
+    __m256 low, high;  // values 0..7, 8..15
+  };
+  static Chunk load(const Value* p) { return {Load::load8(p), Load::load8(p + 8)}; }
+  static void fuse(const Chunk& w, const Chunk& a, __m256& low, __m256& high) {
+    low = _mm256_fmadd_ps(w.low, a.low, low);
+    high = _mm256_fmadd_ps(w.high, a.high, high);
+  }
+};
+struct F32Load {
   using Value = float;
   static __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
 };
-struct F16Values {
+struct F16Load {
   using Value = uint16_t;
   static __m256 load8(const uint16_t* p) {
     return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
   }
 };
-// BF16 weights against activations rounded to bf16 (the quant layer's convert_row_bf16):
-// widened by a shift, and every product of two bf16 values is exact in f32.
-struct BF16Values {
+using F32Values = Lanes16<F32Load>;
+using F16Values = Lanes16<F16Load>;
+
+// BF16 weights against activations rounded to bf16 (the quant layer's convert_row_bf16),
+// kBf16PairChunk' arithmetic: 32 values a chunk, lane l fusing the pair (2 l, 2 l + 1),
+// the odd value first, with denormals flushed. A pair's 32 bits hold the even value in
+// their low half: the odd one as f32 is those bits masked, the even one them shifted up.
+struct BF16Pairs {
   using Value = uint16_t;
-  static __m256 load8(const uint16_t* p) {
-    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))), 16));
+  static constexpr int64_t kChunk = 2 * kReferenceGemmLanes;
+  struct Chunk {
+    __m256 low_odd, low_even, high_odd, high_even;  // pairs 0..7, 8..15
+  };
+  static Chunk load(const uint16_t* p) {
+    const __m256i low = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+    const __m256i high = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 16));
+    const __m256i odd = _mm256_set1_epi32(static_cast<int>(0xffff0000u));
+    return {_mm256_castsi256_ps(_mm256_and_si256(low, odd)), _mm256_castsi256_ps(_mm256_slli_epi32(low, 16)),
+            _mm256_castsi256_ps(_mm256_and_si256(high, odd)), _mm256_castsi256_ps(_mm256_slli_epi32(high, 16))};
+  }
+  static void fuse(const Chunk& w, const Chunk& a, __m256& low, __m256& high) {
+    low = _mm256_fmadd_ps(w.low_odd, a.low_odd, low);
+    high = _mm256_fmadd_ps(w.high_odd, a.high_odd, high);
+    low = _mm256_fmadd_ps(w.low_even, a.low_even, low);
+    high = _mm256_fmadd_ps(w.high_even, a.high_even, high);
   }
 };
 
@@ -49,6 +84,7 @@ struct BF16Values {
 template <class Values, int R, int C>
 void gemm_block(const TileJob& job, int64_t row, int64_t col) {
   using Value = typename Values::Value;
+  using Chunk = typename Values::Chunk;
   const BlockOperands<Value, Value, R, C> in(job, row, col);
   const auto& w = in.w;
   const auto& a = in.a;
@@ -60,7 +96,7 @@ void gemm_block(const TileJob& job, int64_t row, int64_t col) {
   // for them; the bytes ahead are asked for into L1 and L2 (matmul_tiles.h's distances;
   // rows lie one after another, so past a row's end they are the next rows').
   const bool stream = job.n_cols <= kStreamTokens;
-  for (int64_t i = 0; i < job.n_in; i += kReferenceGemmLanes) {
+  for (int64_t i = 0; i < job.n_in; i += Values::kChunk) {
     if (stream && i % kValuesPerLine<Value> == 0) {
       for (int r = 0; r < R; ++r) {
         const char* p = reinterpret_cast<const char*>(w[r] + i);
@@ -68,17 +104,11 @@ void gemm_block(const TileJob& job, int64_t row, int64_t col) {
         _mm_prefetch(p + kL2RowPrefetchBytes, _MM_HINT_T1);
       }
     }
-    __m256 a_low[C], a_high[C];
-    for (int c = 0; c < C; ++c) {
-      a_low[c] = Values::load8(a[c] + i);
-      a_high[c] = Values::load8(a[c] + i + kHalf);
-    }
+    Chunk x[C];
+    for (int c = 0; c < C; ++c) x[c] = Values::load(a[c] + i);
     for (int r = 0; r < R; ++r) {
-      const __m256 w_low = Values::load8(w[r] + i), w_high = Values::load8(w[r] + i + kHalf);
-      for (int c = 0; c < C; ++c) {
-        low[r][c] = _mm256_fmadd_ps(w_low, a_low[c], low[r][c]);
-        high[r][c] = _mm256_fmadd_ps(w_high, a_high[c], high[r][c]);
-      }
+      const Chunk v = Values::load(w[r] + i);
+      for (int c = 0; c < C; ++c) Values::fuse(v, x[c], low[r][c], high[r][c]);
     }
   }
   for (int c = 0; c < C; ++c) {
@@ -107,6 +137,9 @@ void gemm_lanes16(const TileJob& job) {
 
 void gemm_f32_lanes16(const TileJob& job) { gemm_lanes16<F32Values>(job); }
 void gemm_f16_lanes16(const TileJob& job) { gemm_lanes16<F16Values>(job); }
-void gemm_bf16_lanes16(const TileJob& job) { gemm_lanes16<BF16Values>(job); }
+void gemm_bf16_pairs(const TileJob& job) {
+  const DenormalsFlushed flushed;
+  gemm_lanes16<BF16Pairs>(job);
+}
 
 }  // namespace pagoda::backend::cpu::avx2

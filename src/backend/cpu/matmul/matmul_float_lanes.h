@@ -1,6 +1,7 @@
 #pragma once
 // What the float gemm's AVX2 and AVX-512 kernels (matmul_float.h) share: a block's
-// operand pointers and the horizontal sum of a 16-lane accumulator. Include from
+// operand pointers, the horizontal sum of a 16-lane accumulator, and the BF16 pairs'
+// handling of denormals. Include from
 // matmul_float_avx2.cpp and _avx512.cpp only. Internal linkage (an anonymous namespace),
 // so each kernel file keeps its own encoding.
 
@@ -40,6 +41,26 @@ inline float reduce_lanes16(__m256 low, __m256 high) {
   t = _mm_add_ss(t, _mm_movehdup_ps(t));
   return _mm_cvtss_f32(t);
 }
+
+// MXCSR's denormals-are-zero and flush-to-zero for the whole of a BF16 tile, restored at
+// its end: the BF16 dot-product instruction's handling of denormals (inputs read as
+// zero, results that would be denormal written as zero), in every fused multiply-add and
+// addition of the tile, the lane reduction included (kBf16PairChunk).
+class DenormalsFlushed {
+ public:
+  DenormalsFlushed() : saved_(_mm_getcsr()) { write_csr(saved_ | kDenormalsAreZero | kFlushToZero); }
+  ~DenormalsFlushed() { write_csr(saved_); }
+  DenormalsFlushed(const DenormalsFlushed&) = delete;
+  DenormalsFlushed& operator=(const DenormalsFlushed&) = delete;
+
+ private:
+  static constexpr uint32_t kDenormalsAreZero = 1u << 6, kFlushToZero = 1u << 15;
+  // Also a compiler barrier ("memory"): the tile's operands are loaded after the write
+  // that sets the mode and its results stored before the one that restores it, so none
+  // of its arithmetic moves out of the mode.
+  static void write_csr(uint32_t csr) { asm volatile("ldmxcsr %0" : : "m"(csr) : "memory"); }
+  uint32_t saved_;
+};
 
 }  // namespace
 }  // namespace pagoda::backend::cpu
