@@ -390,9 +390,6 @@ void Matmul::plan_tiles(int n_threads, Plan& plan) {
   plan.panel_rows = panel;
   plan.cols_per_pass = 0;
   plan.scratch_bytes = tile_scratch_bytes(plan.n_in);
-  if (plan.tile->widens_activations) {
-    plan.scratch_bytes = std::max(plan.scratch_bytes, static_cast<size_t>(plan.tile_tokens * plan.n_in) * sizeof(float));
-  }
 }
 
 void Matmul::run_tiled(ThreadPool& pool, std::span<const Plan> plans) {

@@ -25,8 +25,7 @@ const TileKernel* find_fast_float_tile(DType weight, Isa isa, int64_t n_in) {
   static constexpr TileKernel kF32{avx2::gemm_f32_lanes16, false, false, false};
   static constexpr TileKernel kF16{avx2::gemm_f16_lanes16, false, false, false};
   static constexpr TileKernel kF32Avx512{avx512::gemm_f32_lanes16, false, false, false};
-  static constexpr TileKernel kF16Avx512{.run = avx512::gemm_f16_lanes16, .block_sums = false, .mirrors_reference = false,
-                                         .needs_rows_of_8 = false, .widens_activations = true};
+  static constexpr TileKernel kF16Avx512{avx512::gemm_f16_lanes16, false, false, false};
   static constexpr TileKernel kBF16{avx2::gemm_bf16_pairs, false, false, false};
   static constexpr TileKernel kBF16Avx512{avx512::gemm_bf16_pairs, false, false, false};
   static constexpr TileKernel kBF16Dots{avx512bf16::gemm_bf16_pairs, false, false, false};

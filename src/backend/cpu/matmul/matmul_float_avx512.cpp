@@ -1,9 +1,8 @@
 // The fast float gemm (see matmul_float.h) on AVX-512: the blocks of
 // matmul_float_gemm_avx512.h with each type's chunk: lane for lane the arithmetic of the
 // AVX2 kernel (matmul_float_avx2.cpp, whose two 8-lane halves are this register's
-// halves), so the same bits, with half the multiply-adds and conversions. An F16 tile's
-// activations are widened once for all its rows. Tiles of few tokens run the AVX2 kernel
-// (kStreamTokens).
+// halves), so the same bits, with half the multiply-adds and conversions. Tiles of few
+// tokens run the AVX2 kernel (kStreamTokens).
 
 #include "backend/cpu/matmul/matmul_float_gemm_avx512.h"
 
@@ -22,17 +21,22 @@ struct F32Values {
   using WeightChunk = __m512;
   using ActivationChunk = __m512;
   static constexpr int64_t kChunk = kReferenceGemmLanes;
+  static constexpr int kBlockCols = 6;
   static __m512 load_weights(const float* p) { return _mm512_loadu_ps(p); }
   static __m512 load_activations(const float* p) { return _mm512_loadu_ps(p); }
   static __m512 fuse(__m512 w, __m512 a, __m512 acc) { return _mm512_fmadd_ps(w, a, acc); }
 };
-// F16 weights against their f16-rounded activations, widened once per tile (exactly:
-// every f16 value is an f32 value) into scratch, not once per block of rows.
+// F16 weights against their f16-rounded activations, both widened as they are loaded
+// (exactly: every f16 value is an f32 value). Widening the activations once per tile
+// into scratch instead cost more than the conversions it saved: a tile of long rows
+// holds few tokens, and its scratch outgrew L2.
 struct F16Values : F32Values {
   using Value = uint16_t;
+  using Activation = uint16_t;
   static __m512 load_weights(const uint16_t* p) {
     return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
   }
+  static __m512 load_activations(const uint16_t* p) { return load_weights(p); }
 };
 // BF16 pairs (kBf16PairChunk) where the CPU lacks the BF16 dot-product instruction: 32
 // values a chunk, lane l fusing value 2 l + 1 then 2 l, with denormals flushed for the
@@ -47,6 +51,7 @@ struct BF16Pairs {
   using WeightChunk = Chunk;
   using ActivationChunk = Chunk;
   static constexpr int64_t kChunk = 2 * kReferenceGemmLanes;
+  static constexpr int kBlockCols = 4;
   static Chunk load_weights(const uint16_t* p) {
     const __m512i pairs = _mm512_loadu_si512(p);
     return {_mm512_castsi512_ps(_mm512_and_si512(pairs, _mm512_set1_epi32(static_cast<int>(0xffff0000u)))),
@@ -57,21 +62,6 @@ struct BF16Pairs {
     return _mm512_fmadd_ps(w.even, a.even, _mm512_fmadd_ps(w.odd, a.odd, acc));
   }
 };
-
-// An F16 tile: its activations as f32, token after token (TileKernel::widens_activations),
-// then the gemm.
-void gemm_widened_f16(const TileJob& job) {
-  auto* widened = reinterpret_cast<float*>(job.scratch);
-  for (int64_t t = 0; t < job.n_cols; ++t) {
-    const auto* a = reinterpret_cast<const uint16_t*>(job.a + static_cast<size_t>(t) * job.a_stride);
-    float* out = widened + static_cast<size_t>(t * job.n_in);
-    for (int64_t i = 0; i < job.n_in; i += kReferenceGemmLanes) _mm512_storeu_ps(out + i, F16Values::load_weights(a + i));
-  }
-  TileJob widened_job = job;
-  widened_job.a = reinterpret_cast<const std::byte*>(widened);
-  widened_job.a_stride = static_cast<size_t>(job.n_in) * sizeof(float);
-  gemm_tile_avx512<F16Values>(widened_job);
-}
 
 }  // namespace
 
@@ -87,7 +77,7 @@ void gemm_f16_lanes16(const TileJob& job) {
   if (job.n_cols <= kStreamTokens) {
     avx2::gemm_f16_lanes16(job);
   } else {
-    gemm_widened_f16(job);
+    gemm_tile_avx512<F16Values>(job);
   }
 }
 

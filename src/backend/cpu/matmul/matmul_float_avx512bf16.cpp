@@ -15,6 +15,7 @@ struct BF16Dots {
   using WeightChunk = __m512bh;
   using ActivationChunk = __m512bh;
   static constexpr int64_t kChunk = kBf16PairChunk;
+  static constexpr int kBlockCols = 6;
   static __m512bh load_weights(const uint16_t* p) { return reinterpret_cast<__m512bh>(_mm512_loadu_si512(p)); }
   static __m512bh load_activations(const uint16_t* p) { return load_weights(p); }
   static __m512 fuse(__m512bh w, __m512bh a, __m512 acc) { return _mm512_dpbf16_ps(acc, w, a); }

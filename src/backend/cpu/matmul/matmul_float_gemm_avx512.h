@@ -8,8 +8,9 @@
 // four rows. Internal linkage (an anonymous namespace): each file keeps its own encoding.
 //
 // A policy Values has: Value and Activation (a weight's and an activation's element type),
-// kChunk (values a step reads of each row), WeightChunk / ActivationChunk with
-// load_weights / load_activations (kChunk values from a pointer), and
+// kChunk (values a step reads of each row), kBlockCols (tokens per block: at most 6, fewer
+// where a chunk takes two registers, or the accumulators spill), WeightChunk /
+// ActivationChunk with load_weights / load_activations (kChunk values from a pointer), and
 // fuse(weights, activations, acc) -> acc.
 
 #include <immintrin.h>
@@ -32,7 +33,6 @@ namespace pagoda::backend::cpu {
 namespace {
 
 constexpr int kAvx512BlockRows = 4;
-constexpr int kAvx512BlockCols = 4;
 // Tiles of at most this many tokens read their rows once, as a stream.
 constexpr int64_t kAvx512StreamTokens = 4;
 
@@ -77,10 +77,13 @@ void gemm_block_avx512(const TileJob& job, int64_t row, int64_t col) {
 template <class Values, int R>
 void gemm_rows_avx512(const TileJob& job, int64_t row) {
   int64_t col = 0;
-  for (; col + kAvx512BlockCols <= job.n_cols; col += kAvx512BlockCols) {
-    gemm_block_avx512<Values, R, kAvx512BlockCols>(job, row, col);
+  for (; col + Values::kBlockCols <= job.n_cols; col += Values::kBlockCols) {
+    gemm_block_avx512<Values, R, Values::kBlockCols>(job, row, col);
   }
+  static_assert(Values::kBlockCols <= 6);
   switch (job.n_cols - col) {
+    case 5: gemm_block_avx512<Values, R, 5>(job, row, col); break;
+    case 4: gemm_block_avx512<Values, R, 4>(job, row, col); break;
     case 3: gemm_block_avx512<Values, R, 3>(job, row, col); break;
     case 2: gemm_block_avx512<Values, R, 2>(job, row, col); break;
     case 1: gemm_block_avx512<Values, R, 1>(job, row, col); break;

@@ -118,9 +118,6 @@ struct TileKernel {
   // exists: a kept copy whose values are taken apart as they are multiplied (the
   // k-quants') does so once per group of kStripTokens tokens, the scratch once a panel.
   int64_t kept_for_tokens_up_to = std::numeric_limits<int64_t>::max();
-  // Widens the tile's activations (F16) to f32 once, into TileJob::scratch, which then
-  // holds n_cols x n_in floats besides tile_scratch_bytes.
-  bool widens_activations = false;
 };
 
 // The tiled kernel for `weight` on `isa` or a lower ISA: under kFast the fastest one,
