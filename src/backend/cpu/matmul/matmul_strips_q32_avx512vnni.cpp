@@ -329,6 +329,93 @@ struct Packed4 {
   }
 };
 
+// The 5-bit formats' kept copies (TileKernel::repack): each block of 16 rows with its
+// low 4 bits as transpose_qs16 leaves them and each row's 32 fifth bits (lane r) regrouped
+// so that bit c of byte i is that of value 4c + i (chunk c's value i: low nibbles of
+// packed[c] for c < 4, high nibbles of packed[c - 4] after), which one 32-bit shift then
+// puts at bit 4 of every byte of chunk c; scales (and Q5_1's minimums) as f16: 352 bytes
+// for Q5_0 and 384 for Q5_1, their sizes as stored (Format32's strips of a byte a value
+// are 1.8 times that).
+struct alignas(32) Strip5x16 {
+  uint8_t qs[4][64];         // as Strip4x16's
+  uint32_t high_bits[16];    // [row]: regrouped fifth bits
+  uint16_t d[kStrip16Rows];
+};
+struct alignas(32) Strip5x16Min : Strip5x16 {
+  uint16_t m[kStrip16Rows];
+};
+static_assert(sizeof(Strip5x16) == 352 && sizeof(Strip5x16Min) == 384);
+
+// A row's fifth bits (bit v: value v's) regrouped: bit c of byte i is that of value 4c + i.
+inline uint32_t regroup_high_bits(uint32_t bits) {
+  // Byte i's bit 0 from bit i of a nibble: each nibble spread, then shifted by its chunk.
+  constexpr auto spread = [](uint32_t nibble) {
+    uint32_t out = 0;
+    for (int i = 0; i < 4; ++i) out |= ((nibble >> i) & 1u) << (8 * i);
+    return out;
+  };
+  uint32_t out = 0;
+  for (int c = 0; c < 8; ++c) out |= spread((bits >> (4 * c)) & 0xfu) << c;
+  return out;
+}
+
+// kOffset, kHasMin: as Format32.
+template <class Values, int kOffset, bool kHasMin>
+struct Packed5 {
+  using Strip = std::conditional_t<kHasMin, Strip5x16Min, Strip5x16>;
+  using Block = typename Values::Block;
+  using ActivationBlock = std::conditional_t<kHasMin, BlockQ8_1, BlockQ8_0>;
+
+  static int64_t strip_length(int64_t n_in) { return n_in / quant::kQK; }
+
+  static void repack(const TileJob& job, int64_t row, int n_rows, Strip* strip) {
+    for_each_block16<Block>(job, row, n_rows, [&](const Block* const (&w)[kStrip16Rows], int64_t b, __m512i offsets) {
+      __m512i packed[4];
+      transpose_qs16(w, b, packed);
+      for (int k = 0; k < 4; ++k) store512(strip[b].qs[k], packed[k]);
+      alignas(64) uint32_t bits[kStrip16Rows];
+      _mm512_store_si512(bits, _mm512_i32gather_epi32(offsets, w[0][b].qh, 1));
+      for (int r = 0; r < kStrip16Rows; ++r) strip[b].high_bits[r] = regroup_high_bits(bits[r]);
+      const __m512i head = _mm512_i32gather_epi32(offsets, &w[0][b], 1);
+      store_halves16(strip[b].d, head);
+      if constexpr (kHasMin) store_halves16(strip[b].m, _mm512_srli_epi32(head, 16));
+    });
+  }
+
+  template <int C>
+  static void multiply(const TileJob& job, const Strip* strip, int64_t col, __m512* acc, const char* ahead) {
+    const Tokens<C, ActivationBlock> t(job, col);
+    for (int j = 0; j < C; ++j) acc[j] = _mm512_setzero_ps();
+    const __m512i low4 = _mm512_set1_epi8(0x0f), bit4 = _mm512_set1_epi8(0x10);
+    for (int64_t b = 0; b < job.n_in / quant::kQK; ++b) {
+      const Strip& s = strip[b];
+      prefetch_strip_block<Strip>(job, ahead, b);
+      const __m512i high = load512(s.high_bits);
+      __m512i sum[C];
+      start_sums<C, kOffset>(t, b, sum);
+      #pragma GCC unroll 4
+      for (int k = 0; k < 4; ++k) {
+        const __m512i packed = load512(s.qs[k]);
+        // nibbles | (fifth bits & 0x10): chunk k's bits from bit k, chunk k + 4's from bit k + 4.
+        const __m512i first = _mm512_ternarylogic_epi32(_mm512_and_si512(packed, low4),
+                                                        _mm512_slli_epi32(high, 4 - k), bit4, 0xf8);
+        const __m512i second = _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(packed, 4), low4),
+                                                         _mm512_srli_epi32(high, k), bit4, 0xf8);
+        for (int j = 0; j < C; ++j) {
+          sum[j] = dpbusd_broadcast(sum[j], first, t.a[j][b].qs + 4 * k);
+          sum[j] = dpbusd_broadcast(sum[j], second, t.a[j][b].qs + 16 + 4 * k);
+        }
+      }
+      const __m512 d = load_halves16(s.d);
+      if constexpr (kHasMin) {
+        block_steps<C, kHasMin>(t, b, sum, d, load_halves16(s.m), acc);
+      } else {
+        block_steps<C, kHasMin>(t, b, sum, d, d, acc);
+      }
+    }
+  }
+};
+
 }  // namespace
 
 // Signed values |w| <= 127 (Q8_0, IQ4_NL) stored with 128 added; Q4_0 / Q5_0 as stored
@@ -344,12 +431,16 @@ void tile_q4_0(const TileJob& job) {
   run_strips16<Format32<avx2::Q4_0Values, 8, false, false>, Packed4<avx2::Q4_0Values, 8, false>>(
       job, Packed4<avx2::Q4_0Values, 8, false>::gemv);
 }
-void tile_q5_0(const TileJob& job) { run_strips16<Format32<avx2::Q5_0Values, 16, false, false>>(job, avx2::tile_q5_0); }
+void tile_q5_0(const TileJob& job) {
+  run_strips16<Format32<avx2::Q5_0Values, 16, false, false>, Packed5<avx2::Q5_0Values, 16, false>>(job, avx2::tile_q5_0);
+}
 void tile_q4_1(const TileJob& job) {
   run_strips16<Format32<avx2::Q4_1Values, 0, false, true>, Packed4<avx2::Q4_1Values, 0, true>>(
       job, Packed4<avx2::Q4_1Values, 0, true>::gemv);
 }
-void tile_q5_1(const TileJob& job) { run_strips16<Format32<avx2::Q5_1Values, 0, false, true>>(job, avx2::tile_q5_1); }
+void tile_q5_1(const TileJob& job) {
+  run_strips16<Format32<avx2::Q5_1Values, 0, false, true>, Packed5<avx2::Q5_1Values, 0, true>>(job, avx2::tile_q5_1);
+}
 
 size_t repack_q8_0(const TileJob& job, std::byte* out) {
   return repack_strips16<Format32<avx2::Q8_0Values, 128, true, false, Strip8x16>>(job, out);
@@ -357,5 +448,7 @@ size_t repack_q8_0(const TileJob& job, std::byte* out) {
 size_t repack_iq4_nl(const TileJob& job, std::byte* out) { return repack_strips16<Packed4<avx2::IQ4_NLValues, 128, false>>(job, out); }
 size_t repack_q4_0(const TileJob& job, std::byte* out) { return repack_strips16<Packed4<avx2::Q4_0Values, 8, false>>(job, out); }
 size_t repack_q4_1(const TileJob& job, std::byte* out) { return repack_strips16<Packed4<avx2::Q4_1Values, 0, true>>(job, out); }
+size_t repack_q5_0(const TileJob& job, std::byte* out) { return repack_strips16<Packed5<avx2::Q5_0Values, 16, false>>(job, out); }
+size_t repack_q5_1(const TileJob& job, std::byte* out) { return repack_strips16<Packed5<avx2::Q5_1Values, 0, true>>(job, out); }
 
 }  // namespace pagoda::backend::cpu::avx512vnni

@@ -23,7 +23,8 @@ const TileKernel* find_tile_kernel(DType weight, Isa isa, CpuNumerics numerics) 
   // 16-row VNNI strips: the AVX2 strip kernels' bits, faster. Activation sums for all
   // but the formats with a minimum: signed weights are stored with 128 added. The
   // k-quants read their Q8_K blocks' own bsums. Kept copies serve single tokens too: the
-  // nibble formats' always (their single-token kernel reads 16 rows side by side); Q8_0's
+  // nibble and 5-bit formats' always (their single-token kernels read 16 rows side by
+  // side, or compute more per byte than the memory delivers); Q8_0's
   // for rows of up to 1024 values, where its row-by-row single-token kernel spends much
   // of its time summing each row's lanes (a small model's output head), not for longer
   // rows, which it streams from memory faster than the strips. The k-quants' single
@@ -40,10 +41,10 @@ const TileKernel* find_tile_kernel(DType weight, Isa isa, CpuNumerics numerics) 
   };
   static constexpr TileKernel kQ8_0Vnni{avx512vnni::tile_q8_0, true, false, false, true, true, 16, avx512vnni::repack_q8_0, nullptr, nullptr, 1024},
       kQ4_0Vnni{avx512vnni::tile_q4_0, true, false, false, true, true, 16, avx512vnni::repack_q4_0, nullptr, nullptr, kAnyLength},
-      kQ5_0Vnni{avx512vnni::tile_q5_0, true, false, false, true, true, 16},
+      kQ5_0Vnni{avx512vnni::tile_q5_0, true, false, false, true, true, 16, avx512vnni::repack_q5_0, nullptr, nullptr, kAnyLength},
       kIQ4_NLVnni{avx512vnni::tile_iq4_nl, true, false, false, true, true, 16, avx512vnni::repack_iq4_nl, nullptr, nullptr, kAnyLength},
       kQ4_1Vnni{avx512vnni::tile_q4_1, false, false, false, true, true, 16, avx512vnni::repack_q4_1, nullptr, nullptr, kAnyLength},
-      kQ5_1Vnni{avx512vnni::tile_q5_1, false, false, false, true, true, 16},
+      kQ5_1Vnni{avx512vnni::tile_q5_1, false, false, false, true, true, 16, avx512vnni::repack_q5_1, nullptr, nullptr, kAnyLength},
       kQ3_KVnni{avx512vnni::tile_q3_K, false, false, false, true, false, 16},
       kQ2_KVnni{avx512vnni::tile_q2_K, false, false, false, true, false, 16},
       kQ4_KVnni = kept_k_quant(avx512vnni::tile_q4_K, avx512vnni::repack_q4_K, 32),

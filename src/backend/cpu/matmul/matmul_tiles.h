@@ -170,11 +170,14 @@ void gemv_q4_K(const TileJob& job);
 void gemv_q5_K(const TileJob& job);
 void gemv_q6_K(const TileJob& job);
 // TileKernel::repack of the tile kernels above whose kept copies are about the size of
-// the weights as stored (the nibble formats: 4 bits a value; Q8_0).
+// the weights as stored (the nibble formats: 4 bits a value; Q5_0 and Q5_1 with their
+// fifth bits regrouped; Q8_0).
 size_t repack_q8_0(const TileJob& job, std::byte* out);
 size_t repack_q4_0(const TileJob& job, std::byte* out);
 size_t repack_iq4_nl(const TileJob& job, std::byte* out);
 size_t repack_q4_1(const TileJob& job, std::byte* out);
+size_t repack_q5_0(const TileJob& job, std::byte* out);
+size_t repack_q5_1(const TileJob& job, std::byte* out);
 // The k-quants': Q4_K and Q5_K (matmul_strips_k_avx512vnni.cpp) the packed bytes moved
 // into place, the scales as bytes, a few percent over the size as stored; Q6_K
 // (matmul_strips_groups16_avx512vnni.cpp) a byte a value, 1.31 times the size as stored.
