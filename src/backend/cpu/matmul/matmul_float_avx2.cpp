@@ -56,7 +56,7 @@ using F32Values = Lanes16<F32Load>;
 using F16Values = Lanes16<F16Load>;
 
 // BF16 weights against activations rounded to bf16 (the quant layer's convert_row_bf16),
-// kBf16PairChunk' arithmetic: 32 values a chunk, lane l fusing the pair (2 l, 2 l + 1),
+// kBf16PairChunk's arithmetic: 32 values a chunk, lane l fusing the pair (2 l, 2 l + 1),
 // the odd value first, with denormals flushed. A pair's 32 bits hold the even value in
 // their low half: the odd one as f32 is those bits masked, the even one them shifted up.
 struct BF16Pairs {

@@ -3,9 +3,10 @@
 // them with a type's policy: matmul_float_avx512.cpp and matmul_float_avx512bf16.cpp.
 // Each output's 16-lane accumulator is one 512-bit register, lane l fed by the policy's
 // fuse from each chunk of the row, then the lanes reduced as the reference's AVX-512
-// horizontal sum reduces them. 4 weight rows x 4 tokens per block: 16 accumulators, each
-// weight chunk loaded once for four tokens' dot products, each activation chunk once for
-// four rows. Internal linkage (an anonymous namespace): each file keeps its own encoding.
+// horizontal sum reduces them. 4 weight rows x the policy's kBlockCols tokens per block
+// (24 accumulators at 6), each weight chunk loaded once for the block's tokens, each
+// activation chunk once for its four rows; a single token's rows one after another.
+// Internal linkage (an anonymous namespace): each file keeps its own encoding.
 //
 // A policy Values has: Value and Activation (a weight's and an activation's element type),
 // kChunk (values a step reads of each row), kBlockCols (tokens per block: at most 6, fewer
