@@ -1,8 +1,9 @@
 // pagoda bench -m FILE [-p 512] [-n 128] [-r 5] [--device D] [--threads N] [--json] [--profile]:
 // prompt processing and generation speed, measured as llama-bench measures them, through
 // the same engine as `serve` (engine/session.h). ppP runs P random tokens as one batch
-// into an empty cache; tgN generates N tokens one at a time from an empty cache. Each test runs once to warm up, then r times; the result is the
-// mean and standard deviation of the r speeds.
+// into an empty cache; tgN generates N tokens one at a time from an empty cache; with
+// -d D (pp512 @ d4096) the cache first holds D tokens. Each test runs once to warm up,
+// then r times; the result is the mean and standard deviation of the r speeds.
 // After tgN tests it measures the device's memory bandwidth and says what share of it
 // decoding reached (the weight bytes a step reads times tokens per second): the roofline.
 // With --concurrency N it runs the serving benchmark of bench_concurrency.h instead.
@@ -32,6 +33,7 @@ struct BenchArgs {
   std::string model_path;
   std::vector<int> prompt_sizes = {512};
   std::vector<int> generation_sizes = {128};
+  std::vector<int> depths = {0};
   int repetitions = 5;
   bool json = false;
   bool profile_ops = false;
@@ -47,30 +49,46 @@ struct BenchContext {
 
 // The engine for one sequence at a time: a step takes the largest prompt whole, the
 // context fits the longest test (past the model's training context if need be, as
-// llama-bench allows: the speed is the same), and nothing is reused between runs.
-engine::EngineConfig bench_engine_config(int32_t largest_batch, int32_t longest) {
+// llama-bench allows: the speed is the same), and nothing is reused between runs but,
+// where a test has a depth, the depth's tokens (the prefix cache).
+engine::EngineConfig bench_engine_config(int32_t largest_batch, int32_t longest, bool depths) {
   engine::EngineConfig config;
   config.scheduler.max_batched_tokens = largest_batch;
   config.scheduler.max_running = 1;
   config.scheduler.max_model_len = longest + 1;  // room for the token sampled last
   config.limit_to_training_context = false;
-  config.enable_prefix_cache = false;
+  config.enable_prefix_cache = depths;
   return config;
 }
 
-// ppP: P random tokens as one prompt into an empty cache (one forward pass, one token
-// sampled); tgN: N tokens generated one at a time after a one-token prompt (N forward
-// passes of one token).
-engine::EngineRequest bench_request(BenchContext& ctx, const BenchTest& test) {
-  const int32_t n_vocab = ctx.loaded.model->config().n_vocab;
-  std::uniform_int_distribution<int32_t> random_token(0, n_vocab - 1);
+int32_t random_token(BenchContext& ctx) {
+  return std::uniform_int_distribution<int32_t>(0, ctx.loaded.model->config().n_vocab - 1)(ctx.rng);
+}
+
+// ppP: P random tokens as one prompt (one forward pass, one token sampled); tgN: N tokens
+// generated one at a time after a one-token prompt (N forward passes of one token); both
+// after `depth`, the tokens already in the context.
+engine::EngineRequest bench_request(BenchContext& ctx, const BenchTest& test, const std::vector<int32_t>& depth) {
   engine::EngineRequest request;
-  request.prompt.resize(static_cast<size_t>(test.n_prompt > 0 ? test.n_prompt : 1));
-  for (int32_t& token : request.prompt) token = random_token(ctx.rng);
+  request.prompt = depth;
+  for (int i = 0; i < std::max(test.n_prompt, 1); ++i) request.prompt.push_back(random_token(ctx));
   request.sampling.temperature = 0.0f;
   request.stop.max_tokens = test.n_prompt > 0 ? 1 : test.n_gen;
   request.stop.ignore_eog = true;
   return request;
+}
+
+// A test's depth in the cache before a run: its tokens as a prompt of their own, whose
+// whole blocks the prefix cache keeps for the timed request (the depth's last partial
+// block, if any, is computed again inside it). Only the first run computes them.
+Status fill_depth(BenchContext& ctx, const std::vector<int32_t>& depth) {
+  if (depth.empty()) return Status::ok_status();
+  engine::EngineRequest request;
+  request.prompt = depth;
+  request.sampling.temperature = 0.0f;
+  request.stop.max_tokens = 1;
+  request.stop.ignore_eog = true;
+  return ctx.session->generate(std::move(request), nullptr).status();
 }
 
 // Seconds of each of `repetitions` runs of a test, after one warm-up run. On a backend
@@ -79,9 +97,12 @@ engine::EngineRequest bench_request(BenchContext& ctx, const BenchTest& test) {
 Expected<std::vector<double>> time_test(BenchContext& ctx, const BenchTest& test, int repetitions) {
   std::vector<double> seconds;
   backend::Backend& backend = *ctx.loaded.backend;
+  std::vector<int32_t> depth(static_cast<size_t>(test.n_depth));
+  for (int32_t& token : depth) token = random_token(ctx);
   for (int run = -1; run < repetitions; ++run) {
+    PAGODA_TRY(fill_depth(ctx, depth));
     if (run == 0) backend.reset_op_times();
-    engine::EngineRequest request = bench_request(ctx, test);
+    engine::EngineRequest request = bench_request(ctx, test, depth);
     const auto start = std::chrono::steady_clock::now();
     PAGODA_TRY(ctx.session->generate(std::move(request), nullptr).status());
     if (run >= 0)
@@ -165,10 +186,14 @@ void report_gemm_share(backend::Backend& backend, const gguf::Reader& file,
 std::vector<BenchTest> tests_of(const BenchArgs& args) {
   std::vector<BenchTest> tests;
   for (int p : args.prompt_sizes) {
-    if (p > 0) tests.push_back({p, 0});
+    for (int d : args.depths) {
+      if (p > 0) tests.push_back({p, 0, d});
+    }
   }
   for (int n : args.generation_sizes) {
-    if (n > 0) tests.push_back({0, n});
+    for (int d : args.depths) {
+      if (n > 0) tests.push_back({0, n, d});
+    }
   }
   return tests;
 }
@@ -176,14 +201,17 @@ std::vector<BenchTest> tests_of(const BenchArgs& args) {
 Status bench(BenchArgs args) {
   const std::vector<BenchTest> tests = tests_of(args);
   if (tests.empty()) return invalid_argument("no test to run: give -p or -n sizes above 0");
-  int32_t longest = 1, largest_batch = 1;
+  int32_t longest = 1, largest_batch = 1, deepest = 0;
   for (const BenchTest& test : tests) {
-    longest = std::max(longest, test.n_tokens());
+    longest = std::max(longest, test.context());
     largest_batch = std::max(largest_batch, test.n_prompt);
+    deepest = std::max(deepest, test.n_depth);
   }
+  // The depth's tokens go in as a prompt of their own: a step takes them whole.
+  largest_batch = std::max(largest_batch, deepest);
   log_to_stderr();
   BenchContext ctx;
-  const engine::EngineConfig config = bench_engine_config(largest_batch, longest);
+  const engine::EngineConfig config = bench_engine_config(largest_batch, longest, deepest > 0);
   PAGODA_ASSIGN_OR_RETURN(ctx.loaded, load_model_file(args.model_path, args.backend,
                                                       config.load_options(), /*with_tokenizer=*/true));
   PAGODA_ASSIGN_OR_RETURN(ctx.session, engine::Session::create(*ctx.loaded.model, *ctx.loaded.backend,
@@ -198,6 +226,7 @@ Status bench(BenchArgs args) {
     PAGODA_ASSIGN_OR_RETURN(const std::vector<double> seconds,
                             time_test(ctx, test, args.repetitions));
     report.add(test, seconds);
+    if (test.n_depth > 0) continue;  // the roofline and the GEMM bound count weights only
     double total = 0.0;
     for (const double s : seconds) total += s;
     const int tokens = test.n_gen > 0 ? test.n_gen : test.n_prompt;
@@ -223,6 +252,12 @@ void add_bench_command(CLI::App& app) {
   command->add_option("-n,--n-gen", args->generation_sizes, "Generation lengths (comma-separated)")
       ->delimiter(',')
       ->capture_default_str();
+  command->add_option("-d,--n-depth", args->depths,
+                      "Context depths: each test runs with this many tokens already in the cache "
+                      "(comma-separated)")
+      ->delimiter(',')
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   command->add_option("-r,--repetitions", args->repetitions, "Timed runs per test")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);

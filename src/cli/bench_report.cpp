@@ -135,7 +135,8 @@ const char* backend_label(const std::string& description) {
 }  // namespace
 
 std::string BenchTest::name() const {
-  return n_prompt > 0 ? "pp" + std::to_string(n_prompt) : "tg" + std::to_string(n_gen);
+  const std::string depth = n_depth > 0 ? " @ d" + std::to_string(n_depth) : "";
+  return (n_prompt > 0 ? "pp" + std::to_string(n_prompt) : "tg" + std::to_string(n_gen)) + depth;
 }
 
 ModelSummary summarize_model(const gguf::Reader& file, const model::ModelConfig& config,
@@ -187,6 +188,7 @@ void BenchReport::add(const BenchTest& test, const std::vector<double>& seconds)
                       {"n_threads", n_threads_},
                       {"n_prompt", test.n_prompt},
                       {"n_gen", test.n_gen},
+                      {"n_depth", test.n_depth},
                       {"test", test.name()},
                       {"avg_ns", mean(nanoseconds)},
                       {"stddev_ns", stddev(nanoseconds)},
@@ -199,7 +201,7 @@ void BenchReport::add(const BenchTest& test, const std::vector<double>& seconds)
 void BenchReport::finish() {
   if (json_ && roofline_) {
     for (auto& result : results_) {
-      if (result["n_gen"].get<int>() == 0) continue;
+      if (result["n_gen"].get<int>() == 0 || result["n_depth"].get<int>() > 0) continue;
       const double gbs = result["avg_ts"].get<double>() *
                          static_cast<double>(roofline_->weight_bytes_per_token) / 1e9;
       result["bandwidth_gbs"] = roofline_->bandwidth / 1e9;
@@ -210,7 +212,7 @@ void BenchReport::finish() {
     }
   }
   for (auto& result : results_) {
-    if (result["n_gen"].get<int>() != 0) continue;
+    if (result["n_gen"].get<int>() != 0 || result["n_depth"].get<int>() > 0) continue;
     const auto bound = gemm_bounds_.find(result["n_prompt"].get<int>());
     if (bound == gemm_bounds_.end()) continue;
     result["gemm_bound_ts"] = bound->second;

@@ -18,9 +18,11 @@ namespace pagoda::cli {
 struct BenchTest {
   int n_prompt = 0;  // ppN: a batch of N prompt tokens
   int n_gen = 0;     // tgN: N tokens one at a time
+  int n_depth = 0;   // tokens already in the context when the test starts (llama-bench's -d)
 
-  std::string name() const;  // "pp512", "tg128"
-  int n_tokens() const { return n_prompt + n_gen; }
+  std::string name() const;  // "pp512", "tg128", "tg128 @ d4096"
+  int n_tokens() const { return n_prompt + n_gen; }  // the tokens a run times
+  int context() const { return n_depth + n_tokens(); }
 };
 
 struct ModelSummary {
@@ -46,12 +48,13 @@ class BenchReport {
   BenchReport(ModelSummary model, std::string backend_description, int n_threads, bool json);
   // Records (and, for the table, prints) one test's timed runs.
   void add(const BenchTest& test, const std::vector<double>& seconds);
-  // JSON: each tgN object gains the roofline's figures (bandwidth_gbs, bandwidth_method,
-  // weight_bytes_per_token, weight_gbs, bandwidth_share).
+  // JSON: each tgN object without a depth (the roofline counts weights only) gains the
+  // roofline's figures (bandwidth_gbs, bandwidth_method, weight_bytes_per_token,
+  // weight_gbs, bandwidth_share).
   void set_roofline(Roofline roofline) { roofline_ = std::move(roofline); }
-  // JSON: the ppN object of n_prompt gains gemm_bound_ts (the tokens per second the
-  // device's own GEMMs of the model's layer shapes allow, Backend::measure_gemm_seconds)
-  // and gemm_bound_share.
+  // JSON: the ppN object of n_prompt without a depth gains gemm_bound_ts (the tokens per
+  // second the device's own GEMMs of the model's layer shapes allow,
+  // Backend::measure_gemm_seconds) and gemm_bound_share.
   void set_gemm_bound(int n_prompt, double tokens_per_second) { gemm_bounds_[n_prompt] = tokens_per_second; }
   // Prints the JSON array; nothing for the table.
   void finish();

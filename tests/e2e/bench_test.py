@@ -1,6 +1,6 @@
 """`pagoda bench`: the serving benchmark's report (--concurrency) counts exactly the
 measured requests (not its warm-up), prefix sharing shows in it, and bad sizes are
-refused; a tgN test reports its roofline (weight bytes per token, the share of the
+refused; tests run at a context depth (-d) when asked; a tgN test reports its roofline (weight bytes per token, the share of the
 measured bandwidth) and, with --profile, where a token's time went. Speed is not
 asserted here: the figures are the benchmark's to print. The backend is the one
 PAGODA_DEVICE picks (the GPU check runs this on CUDA, with a smaller model than CTest's)."""
@@ -132,6 +132,22 @@ def test_sampled_requests_are_counted_alike():
     check("--temperature" in err, f"stderr: {err}")
 
 
+def test_depth_runs_each_test_after_a_filled_context():
+    # -d 0,32: every pp and tg test once on an empty cache and once after 32 tokens; the
+    # roofline (weights only) is reported for the tg test without a depth alone.
+    results = report("-p", 16, "-n", 4, "-d", "0,32", "-r", 1)
+    check_equal([r["test"] for r in results], ["pp16", "pp16 @ d32", "tg4", "tg4 @ d32"], "tests")
+    check_equal([r["n_depth"] for r in results], [0, 32, 0, 32], "n_depth")
+    check_equal([(r["n_prompt"], r["n_gen"]) for r in results], [(16, 0), (16, 0), (0, 4), (0, 4)], "sizes")
+    for result in results:
+        check(result["avg_ts"] > 0, f"{result['test']}: avg_ts {result['avg_ts']}")
+    check("bandwidth_share" in results[2], f"tg4 has no roofline: {results[2]}")
+    check("bandwidth_share" not in results[3], f"tg4 @ d32 has a roofline: {results[3]}")
+    status, out, err = bench("-p", 16, "-n", 0, "-d", -5)
+    check(status != 0, "-d -5 was accepted")
+    check("--n-depth" in err, f"stderr: {err}")
+
+
 def test_bad_sizes_are_refused():
     status, out, err = bench("--concurrency", 2, "--gen-len", 0)
     check(status != 0, "--gen-len 0 was accepted")
@@ -145,5 +161,6 @@ if __name__ == "__main__":
         test_shared_prefix_is_computed_once,
         test_generation_reports_its_roofline_and_profile,
         test_sampled_requests_are_counted_alike,
+        test_depth_runs_each_test_after_a_filled_context,
         test_bad_sizes_are_refused,
     ])
