@@ -8,8 +8,12 @@
 //
 // A scaled group dot does not fit int16 (16 values x 63 x 128 > 32767), so each group's
 // dot is formed on its own in int32 and multiplied by its scale (vpmulld).
+//
+// Q2_K alone keeps a copy at its size as stored (PackedQ2_K16), which single tokens and
+// batched decoding multiply; Q6_K's kept copy is the byte-a-value strips.
 
 #include <cstddef>
+#include <cstring>
 #include <type_traits>
 
 #include "backend/cpu/matmul/matmul_strip_avx512.h"
@@ -107,10 +111,63 @@ struct alignas(64) StripQ2x16 : StripQ6x16 {
 static_assert(sizeof(StripQ6x16) == 4416 && sizeof(StripQ6x16) <= 2 * (kQK_K / 32) * 384);
 static_assert(sizeof(StripQ2x16) == 4736 && sizeof(StripQ2x16) <= 2 * (kQK_K / 32) * 384);
 
+// The multiply of the 16-value-group strips, for the scratch strips (GroupFormat16) and
+// Q2_K's kept copies (PackedQ2_K16) alike: per super-block the exact int32 sum of scale x
+// group dot (Format::add_group), the bsums against Format::bsum_weights for the offset or
+// the minimums' share, then the f32 steps of the AVX2 kernels lane by lane.
+template <class Format, int C>
+void multiply_groups16(const TileJob& job, const typename Format::Strip* strip, int64_t col, __m512* acc,
+                       const char* ahead) {
+  const BlockQ8_K* a[C];
+  __m512 acc_min[C];
+  for (int j = 0; j < C; ++j) {
+    a[j] = activation_row<BlockQ8_K>(job, col + j);
+    acc[j] = acc_min[j] = _mm512_setzero_ps();
+  }
+  for (int64_t b = 0; b < job.n_in / kQK_K; ++b) {
+    const typename Format::Strip& s = strip[b];
+    prefetch_strip_block<typename Format::Strip>(job, ahead, b);
+    __m512i sum[C];
+    for (int j = 0; j < C; ++j) sum[j] = _mm512_setzero_si512();
+    for (int g = 0; g < 16; ++g) Format::template add_group<C>(s, a, b, g, sum);
+    __m512i weights[8];
+    Format::bsum_weights(s, weights);
+    const __m512 d = Format::d(s);
+    #pragma GCC unroll 8
+    for (int j = 0; j < C; ++j) {
+      const __m512 ad = _mm512_set1_ps(a[j][b].d);
+      if constexpr (Format::kMins) {
+        __m512i min_dot = _mm512_setzero_si512();
+        #pragma GCC unroll 8
+        for (int p = 0; p < 8; ++p) min_dot = _mm512_dpwssd_epi32(min_dot, weights[p], broadcast4(a[j][b].bsums + 2 * p));
+        acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[j]), _mm512_mul_ps(d, ad), acc[j]);
+        acc_min[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(min_dot), _mm512_mul_ps(Format::dmin(s), ad), acc_min[j]);
+      } else {
+        // sum sc * q * a = sum sc * (q + offset) * a - offset * sum_g sc_g * bsum_g, exactly.
+        #pragma GCC unroll 8
+        for (int p = 0; p < 8; ++p) sum[j] = _mm512_dpwssd_epi32(sum[j], weights[p], broadcast4(a[j][b].bsums + 2 * p));
+        acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[j]), _mm512_mul_ps(d, ad), acc[j]);
+      }
+    }
+  }
+  if constexpr (Format::kMins) {
+    for (int j = 0; j < C; ++j) acc[j] = _mm512_sub_ps(acc[j], acc_min[j]);
+  }
+}
+
+// Groups 2p and 2p + 1's bytes of the 16 rows (first, second: row r's in byte r) as the
+// int16 halves of lane r: what vpdpwssd multiplies a token's bsums pair by.
+inline __m512i paired_words(__m128i first, __m128i second) {
+  const __m256i paired = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_unpacklo_epi8(first, second)),
+                                                 _mm_unpackhi_epi8(first, second), 1);
+  return _mm512_cvtepi8_epi16(paired);
+}
+
 template <class Groups>
 struct GroupFormat16 {
   using Strip = std::conditional_t<Groups::kMins, StripQ2x16, StripQ6x16>;
   using Block = typename Groups::Block;
+  static constexpr bool kMins = Groups::kMins;
 
   static int64_t strip_length(int64_t n_in) { return n_in / kQK_K; }
 
@@ -153,6 +210,32 @@ struct GroupFormat16 {
     for (int j = 0; j < C; ++j) sum[j] = _mm512_add_epi32(sum[j], _mm512_mullo_epi32(dot[j], scale));
   }
 
+  // What multiplies each token's bsums pairs, row r's groups 2p, 2p + 1 in the int16
+  // halves of lane r: -offset x the scales (exact: |32 sc| <= 4096), so that the stored
+  // values' offset comes off the sum, or Q2_K's minimums, for their share.
+  static void bsum_weights(const Strip& s, __m512i weights[8]) {
+    const int8_t(&bytes)[16][16] = weight_bytes(s);
+    for (int p = 0; p < 8; ++p) {
+      const __m512i words = paired_words(_mm_load_si128(reinterpret_cast<const __m128i*>(bytes[2 * p])),
+                                         _mm_load_si128(reinterpret_cast<const __m128i*>(bytes[2 * p + 1])));
+      weights[p] = Groups::kMins ? words : _mm512_sub_epi16(_mm512_setzero_si512(), _mm512_slli_epi16(words, Groups::kOffsetShift));
+    }
+  }
+  static __m512 d(const Strip& s) { return _mm512_load_ps(s.d); }
+  static __m512 dmin(const Strip& s) {
+    if constexpr (Groups::kMins) {
+      return _mm512_load_ps(s.dmin);
+    } else {
+      return _mm512_setzero_ps();
+    }
+  }
+
+  template <int C>
+  static void multiply(const TileJob& job, const Strip* strip, int64_t col, __m512* acc, const char* ahead) {
+    multiply_groups16<GroupFormat16, C>(job, strip, col, acc, ahead);
+  }
+
+ private:
   // The bytes whose pairs weigh the token's bsums pairs: the minimums, else the scales.
   static const int8_t (&weight_bytes(const Strip& s))[16][16] {
     if constexpr (Groups::kMins) {
@@ -161,55 +244,76 @@ struct GroupFormat16 {
       return s.scales;
     }
   }
+};
+
+// Q2_K's kept copies (TileKernel::repack): each super-block of 16 rows with its qs bytes
+// moved into place but not taken apart (a group's values are shifted out as it is
+// multiplied, once per group of tokens), the scales and minimums as stored (a nibble
+// each), d and dmin as f16: 1344 bytes, the rows' size as stored (the byte-a-value strips
+// of GroupFormat16 are 4736).
+struct alignas(64) PackedStripQ2x16 {
+  uint8_t qs[16][64];          // [step s]: bytes 4s..4s+3 of row r's qs in lane r
+  uint8_t scale_mins[16][16];  // [group][row]: the scale in the low nibble, the minimum in the high
+  uint16_t d[kStrip16Rows];
+  uint16_t dmin[kStrip16Rows];
+};
+static_assert(sizeof(PackedStripQ2x16) == 1344);
+
+struct PackedQ2_K16 {
+  using Strip = PackedStripQ2x16;
+  using Block = BlockQ2_K;
+  static constexpr bool kMins = true;
+
+  static int64_t strip_length(int64_t n_in) { return n_in / kQK_K; }
+
+  static void repack(const TileJob& job, int64_t row, int n_rows, Strip* strip) {
+    for_each_strip_block<Block>(job, row, n_rows, strip_length(job.n_in), [&](const Block* const* w, int64_t b) {
+      Strip& s = strip[b];
+      for (int half = 0; half < 2; ++half) {
+        move_into_place(w, b, offsetof(Block, qs) + 32 * half, reinterpret_cast<uint8_t(&)[8][64]>(s.qs[8 * half]));
+      }
+      __m512i lanes[16];
+      byte_lanes(w, b, [](const Block& block) { return avx2::load128(block.scales); }, lanes);
+      for (int g = 0; g < 16; ++g) _mm_store_si128(reinterpret_cast<__m128i*>(s.scale_mins[g]), _mm512_cvtepi32_epi8(lanes[g]));
+      for (int r = 0; r < kStrip16Rows; ++r) {
+        std::memcpy(&s.d[r], &w[r][b].d, sizeof(s.d[r]));
+        std::memcpy(&s.dmin[r], &w[r][b].dmin, sizeof(s.dmin[r]));
+      }
+    });
+  }
+
+  // As GroupFormat16::add_group: group g is bits 2j..2j+1 (j = (g / 2) % 4) of qs bytes
+  // 32 (g / 8) + 16 (g % 2) .., steps 8 (g / 8) + 4 (g % 2) .. + 3 of the strip.
+  template <int C>
+  static void add_group(const Strip& s, const BlockQ8_K* const* a, int64_t b, int g, __m512i* sum) {
+    const int shift = 2 * ((g / 2) % 4), first = 8 * (g / 8) + 4 * (g % 2);
+    __m512i dot[C];
+    for (int j = 0; j < C; ++j) dot[j] = _mm512_setzero_si512();
+    #pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k) {
+      const __m512i w = _mm512_and_si512(_mm512_srli_epi16(load512(s.qs[first + k]), shift), _mm512_set1_epi8(3));
+      #pragma GCC unroll 8
+      for (int j = 0; j < C; ++j) dot[j] = dpbusd_broadcast(dot[j], w, a[j][b].qs + 16 * g + 4 * k);
+    }
+    const __m512i scale = _mm512_cvtepu8_epi32(
+        _mm_and_si128(_mm_load_si128(reinterpret_cast<const __m128i*>(s.scale_mins[g])), _mm_set1_epi8(0x0f)));
+    #pragma GCC unroll 8
+    for (int j = 0; j < C; ++j) sum[j] = _mm512_add_epi32(sum[j], _mm512_mullo_epi32(dot[j], scale));
+  }
+
+  static void bsum_weights(const Strip& s, __m512i weights[8]) {
+    const auto mins = [&](int g) {
+      const __m128i bytes = _mm_load_si128(reinterpret_cast<const __m128i*>(s.scale_mins[g]));
+      return _mm_and_si128(_mm_srli_epi16(bytes, 4), _mm_set1_epi8(0x0f));
+    };
+    for (int p = 0; p < 8; ++p) weights[p] = paired_words(mins(2 * p), mins(2 * p + 1));
+  }
+  static __m512 d(const Strip& s) { return _mm512_cvtph_ps(avx2::load256(s.d)); }
+  static __m512 dmin(const Strip& s) { return _mm512_cvtph_ps(avx2::load256(s.dmin)); }
 
   template <int C>
   static void multiply(const TileJob& job, const Strip* strip, int64_t col, __m512* acc, const char* ahead) {
-    const BlockQ8_K* a[C];
-    __m512 acc_min[C];
-    for (int j = 0; j < C; ++j) {
-      a[j] = activation_row<BlockQ8_K>(job, col + j);
-      acc[j] = acc_min[j] = _mm512_setzero_ps();
-    }
-    for (int64_t b = 0; b < job.n_in / kQK_K; ++b) {
-      const Strip& s = strip[b];
-      prefetch_strip_block<Strip>(job, ahead, b);
-      __m512i sum[C];
-      for (int j = 0; j < C; ++j) sum[j] = _mm512_setzero_si512();
-      for (int g = 0; g < 16; ++g) add_group<C>(s, a, b, g, sum);
-      // What multiplies each token's bsums pairs, row r's groups 2p, 2p + 1 in the int16
-      // halves of lane r: -offset x the scales (exact: |32 sc| <= 4096), so that the
-      // stored values' offset comes off the sum, or Q2_K's minimums, for their share.
-      __m512i weights[8];
-      const int8_t(&bytes)[16][16] = weight_bytes(s);
-      for (int p = 0; p < 8; ++p) {
-        const __m128i first = _mm_load_si128(reinterpret_cast<const __m128i*>(bytes[2 * p]));
-        const __m128i second = _mm_load_si128(reinterpret_cast<const __m128i*>(bytes[2 * p + 1]));
-        const __m256i paired = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_unpacklo_epi8(first, second)),
-                                                       _mm_unpackhi_epi8(first, second), 1);
-        const __m512i words = _mm512_cvtepi8_epi16(paired);
-        weights[p] = Groups::kMins ? words : _mm512_sub_epi16(_mm512_setzero_si512(), _mm512_slli_epi16(words, Groups::kOffsetShift));
-      }
-      const __m512 d = _mm512_load_ps(s.d);
-      #pragma GCC unroll 8
-      for (int j = 0; j < C; ++j) {
-        const __m512 ad = _mm512_set1_ps(a[j][b].d);
-        if constexpr (Groups::kMins) {
-          __m512i min_dot = _mm512_setzero_si512();
-          #pragma GCC unroll 8
-          for (int p = 0; p < 8; ++p) min_dot = _mm512_dpwssd_epi32(min_dot, weights[p], broadcast4(a[j][b].bsums + 2 * p));
-          acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[j]), _mm512_mul_ps(d, ad), acc[j]);
-          acc_min[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(min_dot), _mm512_mul_ps(_mm512_load_ps(s.dmin), ad), acc_min[j]);
-        } else {
-          // sum sc * q * a = sum sc * (q + offset) * a - offset * sum_g sc_g * bsum_g, exactly.
-          #pragma GCC unroll 8
-          for (int p = 0; p < 8; ++p) sum[j] = _mm512_dpwssd_epi32(sum[j], weights[p], broadcast4(a[j][b].bsums + 2 * p));
-          acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[j]), _mm512_mul_ps(d, ad), acc[j]);
-        }
-      }
-    }
-    if constexpr (Groups::kMins) {
-      for (int j = 0; j < C; ++j) acc[j] = _mm512_sub_ps(acc[j], acc_min[j]);
-    }
+    multiply_groups16<PackedQ2_K16, C>(job, strip, col, acc, ahead);
   }
 };
 
@@ -222,7 +326,8 @@ size_t repack_q6_K(const TileJob& job, std::byte* out) { return repack_strips16<
 // reduced each row's super-block on its own did (on Zen 4), as its 8 rows' lanes are
 // summed together.
 void tile_q3_K(const TileJob& job) { run_strips16<GroupFormat16<Q3_KGroups16>>(job, avx2::tile_q3_K); }
-// Q2_K likewise (a byte a value is 3 times its size as stored).
-void tile_q2_K(const TileJob& job) { run_strips16<GroupFormat16<Q2_KGroups16>>(job, avx2::tile_q2_K); }
+// Q2_K keeps its packed bits (PackedQ2_K16).
+void tile_q2_K(const TileJob& job) { run_strips16<GroupFormat16<Q2_KGroups16>, PackedQ2_K16>(job, avx2::tile_q2_K); }
+size_t repack_q2_K(const TileJob& job, std::byte* out) { return repack_strips16<PackedQ2_K16>(job, out); }
 
 }  // namespace pagoda::backend::cpu::avx512vnni

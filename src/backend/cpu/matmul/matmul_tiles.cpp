@@ -34,6 +34,7 @@ const TileKernel* find_tile_kernel(DType weight, Isa isa, CpuNumerics numerics) 
   // as its scratch strips do, and serve every tile. IQ4_XS's, its packed bytes in place
   // (the layout of its scratch strips too), serve every tile, single tokens included: a
   // single-token kernel on the rows as stored spends about three times their arithmetic.
+  // Q2_K's, its packed bits, serve single tokens and batched decoding; prompts repack.
   constexpr auto kept_k_quant = [](void (*run)(const TileJob&), size_t (*repack)(const TileJob&, std::byte*),
                                    int64_t up_to_tokens) {
     return TileKernel{.run = run, .block_sums = false, .mirrors_reference = false, .needs_rows_of_8 = false,
@@ -46,7 +47,8 @@ const TileKernel* find_tile_kernel(DType weight, Isa isa, CpuNumerics numerics) 
       kQ4_1Vnni{avx512vnni::tile_q4_1, false, false, false, true, true, 16, avx512vnni::repack_q4_1, nullptr, nullptr, kAnyLength},
       kQ5_1Vnni{avx512vnni::tile_q5_1, false, false, false, true, true, 16, avx512vnni::repack_q5_1, nullptr, nullptr, kAnyLength},
       kQ3_KVnni{avx512vnni::tile_q3_K, false, false, false, true, false, 16},
-      kQ2_KVnni{avx512vnni::tile_q2_K, false, false, false, true, false, 16},
+      kQ2_KVnni{avx512vnni::tile_q2_K, false, false, false, true, false, 16, avx512vnni::repack_q2_K, nullptr, nullptr,
+                kAnyLength, 32},
       kQ4_KVnni = kept_k_quant(avx512vnni::tile_q4_K, avx512vnni::repack_q4_K, 32),
       kQ5_KVnni = kept_k_quant(avx512vnni::tile_q5_K, avx512vnni::repack_q5_K, 32),
       kQ6_KVnni = kept_k_quant(avx512vnni::tile_q6_K, avx512vnni::repack_q6_K, kAnyLength),
