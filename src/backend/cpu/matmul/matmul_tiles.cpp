@@ -24,10 +24,10 @@ const TileKernel* find_tile_kernel(DType weight, Isa isa, CpuNumerics numerics) 
   // but the formats with a minimum: signed weights are stored with 128 added. The
   // k-quants read their Q8_K blocks' own bsums. Kept copies serve single tokens too: the
   // nibble and 5-bit formats' always (their single-token kernels read 16 rows side by
-  // side, or compute more per byte than the memory delivers); Q8_0's
-  // for rows of up to 1024 values, where its row-by-row single-token kernel spends much
-  // of its time summing each row's lanes (a small model's output head), not for longer
-  // rows, which it streams from memory faster than the strips. The k-quants' single
+  // side, or compute more per byte than the memory delivers); Q8_0's for rows of up to
+  // 1024 values, where its row-by-row single-token kernel spends much of its time
+  // summing each row's lanes (a small model's output head), not for longer rows, which
+  // it streams from memory faster than the strips. Q4_K's, Q5_K's and Q6_K's single
   // tokens stream the rows as stored. Q4_K's and Q5_K's kept copies hold their packed
   // bits, taken apart once per 8 tokens as they are multiplied: they serve batched
   // decoding (tiles of up to 32 tokens), and prompts repack. Q6_K's hold a byte a value,
