@@ -21,7 +21,7 @@ using testing::random_values;
 
 // The types whose VNNI kernel keeps copies (TileKernel::repack).
 constexpr DType kKeptTypes[] = {DType::Q8_0, DType::Q4_0, DType::Q4_1, DType::Q5_0,  DType::Q5_1,  DType::IQ4_NL,
-                                 DType::Q2_K, DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::IQ4_XS};
+                                 DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::IQ4_XS};
 
 struct Weight {
   int64_t n_in, n_out;

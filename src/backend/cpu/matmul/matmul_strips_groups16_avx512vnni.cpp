@@ -9,8 +9,8 @@
 // A scaled group dot does not fit int16 (16 values x 63 x 128 > 32767), so each group's
 // dot is formed on its own in int32 and multiplied by its scale (vpmulld).
 //
-// Q2_K alone keeps a copy at its size as stored (PackedQ2_K16), which single tokens and
-// batched decoding multiply; Q6_K's kept copy is the byte-a-value strips.
+// Q2_K and Q3_K keep copies of their packed bits (PackedQ2_K16, PackedQ3_K16) for batched
+// decoding (and Q2_K's single tokens); Q6_K's kept copy is the byte-a-value strips.
 
 #include <cstddef>
 #include <cstring>
@@ -111,6 +111,24 @@ struct alignas(64) StripQ2x16 : StripQ6x16 {
 static_assert(sizeof(StripQ6x16) == 4416 && sizeof(StripQ6x16) <= 2 * (kQK_K / 32) * 384);
 static_assert(sizeof(StripQ2x16) == 4736 && sizeof(StripQ2x16) <= 2 * (kQK_K / 32) * 384);
 
+// Integer dot of group g (16 values, 4 steps of 4: values(k) gives step k's bytes of the
+// 16 rows) with C tokens, exact in int32, times the group's scale (row r's in lane r),
+// added to sum.
+template <int C, class Values>
+inline void add_group_dots(const BlockQ8_K* const* a, int64_t b, int g, Values&& values, __m512i scale,
+                           __m512i* sum) {
+  __m512i dot[C];
+  for (int j = 0; j < C; ++j) dot[j] = _mm512_setzero_si512();
+  #pragma GCC unroll 4
+  for (int k = 0; k < 4; ++k) {
+    const __m512i w = values(k);
+    #pragma GCC unroll 8
+    for (int j = 0; j < C; ++j) dot[j] = dpbusd_broadcast(dot[j], w, a[j][b].qs + 16 * g + 4 * k);
+  }
+  #pragma GCC unroll 8
+  for (int j = 0; j < C; ++j) sum[j] = _mm512_add_epi32(sum[j], _mm512_mullo_epi32(dot[j], scale));
+}
+
 // The multiply of the 16-value-group strips, for the scratch strips (GroupFormat16) and
 // Q2_K's kept copies (PackedQ2_K16) alike: per super-block the exact int32 sum of scale x
 // group dot (Format::add_group), the bsums against Format::bsum_weights for the offset or
@@ -193,21 +211,12 @@ struct GroupFormat16 {
     });
   }
 
-  // Integer dot of group g (16 values: steps 4 (g % 2) .. + 3 of chunk g / 2) with C
-  // tokens, exact in int32, times the group's scale, added to sum.
+  // Group g: steps 4 (g % 2) .. + 3 of chunk g / 2.
   template <int C>
   static void add_group(const Strip& s, const BlockQ8_K* const* a, int64_t b, int g, __m512i* sum) {
-    __m512i dot[C];
-    for (int j = 0; j < C; ++j) dot[j] = _mm512_setzero_si512();
-    #pragma GCC unroll 4
-    for (int k = 0; k < 4; ++k) {
-      const __m512i w = load512(s.qs[g / 2][4 * (g % 2) + k]);
-      #pragma GCC unroll 8
-      for (int j = 0; j < C; ++j) dot[j] = dpbusd_broadcast(dot[j], w, a[j][b].qs + 16 * g + 4 * k);
-    }
-    const __m512i scale = _mm512_cvtepi8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(s.scales[g])));
-    #pragma GCC unroll 8
-    for (int j = 0; j < C; ++j) sum[j] = _mm512_add_epi32(sum[j], _mm512_mullo_epi32(dot[j], scale));
+    add_group_dots<C>(
+        a, b, g, [&](int k) { return load512(s.qs[g / 2][4 * (g % 2) + k]); },
+        _mm512_cvtepi8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(s.scales[g]))), sum);
   }
 
   // What multiplies each token's bsums pairs, row r's groups 2p, 2p + 1 in the int16
@@ -287,18 +296,12 @@ struct PackedQ2_K16 {
   template <int C>
   static void add_group(const Strip& s, const BlockQ8_K* const* a, int64_t b, int g, __m512i* sum) {
     const int shift = 2 * ((g / 2) % 4), first = 8 * (g / 8) + 4 * (g % 2);
-    __m512i dot[C];
-    for (int j = 0; j < C; ++j) dot[j] = _mm512_setzero_si512();
-    #pragma GCC unroll 4
-    for (int k = 0; k < 4; ++k) {
-      const __m512i w = _mm512_and_si512(_mm512_srli_epi16(load512(s.qs[first + k]), shift), _mm512_set1_epi8(3));
-      #pragma GCC unroll 8
-      for (int j = 0; j < C; ++j) dot[j] = dpbusd_broadcast(dot[j], w, a[j][b].qs + 16 * g + 4 * k);
-    }
     const __m512i scale = _mm512_cvtepu8_epi32(
         _mm_and_si128(_mm_load_si128(reinterpret_cast<const __m128i*>(s.scale_mins[g])), _mm_set1_epi8(0x0f)));
-    #pragma GCC unroll 8
-    for (int j = 0; j < C; ++j) sum[j] = _mm512_add_epi32(sum[j], _mm512_mullo_epi32(dot[j], scale));
+    add_group_dots<C>(
+        a, b, g,
+        [&](int k) { return _mm512_and_si512(_mm512_srli_epi16(load512(s.qs[first + k]), shift), _mm512_set1_epi8(3)); },
+        scale, sum);
   }
 
   static void bsum_weights(const Strip& s, __m512i weights[8]) {
@@ -317,15 +320,76 @@ struct PackedQ2_K16 {
   }
 };
 
+// Q3_K's kept copies: qs and hmask moved into place (each group's values put together as
+// it is multiplied: 2 bits of qs, the hmask bit above them), the scales as signed bytes
+// (Q3_KScales'), d as f16: 1824 bytes against 1760 as stored.
+struct alignas(32) PackedStripQ3x16 {
+  uint8_t qs[16][64];     // [step s]: bytes 4s..4s+3 of row r's qs in lane r
+  uint8_t hmask[8][64];   // [step s]: bytes 4s..4s+3 of row r's hmask in lane r
+  int8_t scales[16][16];  // [group][row]
+  uint16_t d[kStrip16Rows];
+};
+static_assert(sizeof(PackedStripQ3x16) == 1824);
+
+struct PackedQ3_K16 {
+  using Strip = PackedStripQ3x16;
+  using Block = BlockQ3_K;
+  static constexpr bool kMins = false;
+
+  static int64_t strip_length(int64_t n_in) { return n_in / kQK_K; }
+
+  static void repack(const TileJob& job, int64_t row, int n_rows, Strip* strip) {
+    for_each_strip_block<Block>(job, row, n_rows, strip_length(job.n_in), [&](const Block* const* w, int64_t b) {
+      Strip& s = strip[b];
+      for (int half = 0; half < 2; ++half) {
+        move_into_place(w, b, offsetof(Block, qs) + 32 * half, reinterpret_cast<uint8_t(&)[8][64]>(s.qs[8 * half]));
+      }
+      move_into_place(w, b, offsetof(Block, hmask), s.hmask);
+      __m512i lanes[16];
+      byte_lanes(w, b, [](const Block& block) { return Q3_KGroups16::scales(block); }, lanes);
+      for (int g = 0; g < 16; ++g) _mm_store_si128(reinterpret_cast<__m128i*>(s.scales[g]), _mm512_cvtepi32_epi8(lanes[g]));
+      for (int r = 0; r < kStrip16Rows; ++r) std::memcpy(&s.d[r], &w[r][b].d, sizeof(s.d[r]));
+    });
+  }
+
+  // As q3_values: group g is chunk c = g / 2, bits 2 (c % 4).. of qs bytes 32 (c / 4) +
+  // 16 (g % 2) .. with bit c of hmask bytes 16 (g % 2) .. above them (q + 4).
+  template <int C>
+  static void add_group(const Strip& s, const BlockQ8_K* const* a, int64_t b, int g, __m512i* sum) {
+    const int c = g / 2, shift = 2 * (c % 4), first = 8 * (c / 4) + 4 * (g % 2), high_first = 4 * (g % 2);
+    const auto values = [&](int k) {
+      const __m512i bits = _mm512_and_si512(_mm512_srli_epi16(load512(s.qs[first + k]), shift), _mm512_set1_epi8(3));
+      const __m512i hmask = load512(s.hmask[high_first + k]);
+      const __m512i moved = c <= 2 ? _mm512_slli_epi16(hmask, 2 - c) : _mm512_srli_epi16(hmask, c - 2);
+      return _mm512_ternarylogic_epi32(bits, moved, _mm512_set1_epi8(4), 0xf8);  // bits | (moved & 4)
+    };
+    add_group_dots<C>(a, b, g, values,
+                      _mm512_cvtepi8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(s.scales[g]))), sum);
+  }
+
+  // -4 x the scales, so that the stored values' offset comes off the sum.
+  static void bsum_weights(const Strip& s, __m512i weights[8]) {
+    for (int p = 0; p < 8; ++p) {
+      const __m512i words = paired_words(_mm_load_si128(reinterpret_cast<const __m128i*>(s.scales[2 * p])),
+                                         _mm_load_si128(reinterpret_cast<const __m128i*>(s.scales[2 * p + 1])));
+      weights[p] = _mm512_sub_epi16(_mm512_setzero_si512(), _mm512_slli_epi16(words, Q3_KGroups16::kOffsetShift));
+    }
+  }
+  static __m512 d(const Strip& s) { return _mm512_cvtph_ps(avx2::load256(s.d)); }
+  static __m512 dmin(const Strip&) { return _mm512_setzero_ps(); }
+
+  template <int C>
+  static void multiply(const TileJob& job, const Strip* strip, int64_t col, __m512* acc, const char* ahead) {
+    multiply_groups16<PackedQ3_K16, C>(job, strip, col, acc, ahead);
+  }
+};
+
 }  // namespace
 
 void tile_q6_K(const TileJob& job) { run_strips16<GroupFormat16<Q6_KGroups16>>(job, gemv_q6_K); }
 size_t repack_q6_K(const TileJob& job, std::byte* out) { return repack_strips16<GroupFormat16<Q6_KGroups16>>(job, out); }
-// No kept copy: a byte a value is 2.3 times Q3_K's rows as stored. Single tokens take the
-// AVX2 kernel's (the same bits): it reads Q3_K's small blocks faster than a VNNI one that
-// reduced each row's super-block on its own did (on Zen 4), as its 8 rows' lanes are
-// summed together.
-void tile_q3_K(const TileJob& job) { run_strips16<GroupFormat16<Q3_KGroups16>>(job, avx2::tile_q3_K); }
+void tile_q3_K(const TileJob& job) { run_strips16<GroupFormat16<Q3_KGroups16>, PackedQ3_K16>(job, avx2::tile_q3_K); }
+size_t repack_q3_K(const TileJob& job, std::byte* out) { return repack_strips16<PackedQ3_K16>(job, out); }
 // Q2_K keeps its packed bits (PackedQ2_K16).
 void tile_q2_K(const TileJob& job) { run_strips16<GroupFormat16<Q2_KGroups16>, PackedQ2_K16>(job, avx2::tile_q2_K); }
 size_t repack_q2_K(const TileJob& job, std::byte* out) { return repack_strips16<PackedQ2_K16>(job, out); }

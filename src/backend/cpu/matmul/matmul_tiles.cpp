@@ -34,7 +34,9 @@ const TileKernel* find_tile_kernel(DType weight, Isa isa, CpuNumerics numerics) 
   // as its scratch strips do, and serve every tile. IQ4_XS's, its packed bytes in place
   // (the layout of its scratch strips too), serve every tile, single tokens included: a
   // single-token kernel on the rows as stored spends about three times their arithmetic.
-  // Q2_K's, its packed bits, serve single tokens and batched decoding; prompts repack.
+  // Q2_K's and Q3_K's, their packed bits, serve batched decoding (prompts repack) and
+  // Q2_K's single tokens too; Q3_K's single tokens, whose values take twice the
+  // instructions to put together, ran slower on them than on the AVX2 kernel.
   constexpr auto kept_k_quant = [](void (*run)(const TileJob&), size_t (*repack)(const TileJob&, std::byte*),
                                    int64_t up_to_tokens) {
     return TileKernel{.run = run, .block_sums = false, .mirrors_reference = false, .needs_rows_of_8 = false,
@@ -46,7 +48,7 @@ const TileKernel* find_tile_kernel(DType weight, Isa isa, CpuNumerics numerics) 
       kIQ4_NLVnni{avx512vnni::tile_iq4_nl, true, false, false, true, true, 16, avx512vnni::repack_iq4_nl, nullptr, nullptr, kAnyLength},
       kQ4_1Vnni{avx512vnni::tile_q4_1, false, false, false, true, true, 16, avx512vnni::repack_q4_1, nullptr, nullptr, kAnyLength},
       kQ5_1Vnni{avx512vnni::tile_q5_1, false, false, false, true, true, 16, avx512vnni::repack_q5_1, nullptr, nullptr, kAnyLength},
-      kQ3_KVnni{avx512vnni::tile_q3_K, false, false, false, true, false, 16},
+      kQ3_KVnni = kept_k_quant(avx512vnni::tile_q3_K, avx512vnni::repack_q3_K, 32),
       kQ2_KVnni{avx512vnni::tile_q2_K, false, false, false, true, false, 16, avx512vnni::repack_q2_K, nullptr, nullptr,
                 kAnyLength, 32},
       kQ4_KVnni = kept_k_quant(avx512vnni::tile_q4_K, avx512vnni::repack_q4_K, 32),
