@@ -130,9 +130,10 @@ inline void add_group_dots(const BlockQ8_K* const* a, int64_t b, int g, Values&&
 }
 
 // The multiply of the 16-value-group strips, for the scratch strips (GroupFormat16) and
-// Q2_K's kept copies (PackedQ2_K16) alike: per super-block the exact int32 sum of scale x
-// group dot (Format::add_group), the bsums against Format::bsum_weights for the offset or
-// the minimums' share, then the f32 steps of the AVX2 kernels lane by lane.
+// Q2_K's and Q3_K's kept copies (PackedQ2_K16, PackedQ3_K16) alike: per super-block the
+// exact int32 sum of scale x group dot (Format::add_group), the bsums against
+// Format::bsum_weights for the offset or the minimums' share, then the f32 steps of the
+// AVX2 kernels lane by lane.
 template <class Format, int C>
 void multiply_groups16(const TileJob& job, const typename Format::Strip* strip, int64_t col, __m512* acc,
                        const char* ahead) {
