@@ -77,10 +77,10 @@ struct Q2_KGroups16 : avx2::Q2_KScales {
   static __m512i values(const Block& low, const Block& high, int c) { return q2_values(low, high, c); }
 };
 
-// 16 signed bytes per block (`bytes`: a format's scales or minimums) of super-block b of
-// the 16 rows w: out[g] holds byte g, row r's in lane r (int32).
-template <class Block, class Bytes>
-inline void byte_lanes(const Block* const* w, int64_t b, Bytes&& bytes, __m512i out[16]) {
+// 16 bytes per block (`bytes`: a format's scales or minimums, or Q2_K's scale-and-minimum
+// bytes) of super-block b of the 16 rows w, stored as out[g][r]: byte g of row r.
+template <class Block, class Bytes, typename Byte>
+inline void store_group_bytes(const Block* const* w, int64_t b, Bytes&& bytes, Byte (&out)[16][16]) {
   __m512i low[8], high[8];  // [row pair]: bytes 0..7, 8..15
   for (int i = 0; i < 8; ++i) {
     const __m256i both = _mm256_inserti128_si256(_mm256_castsi128_si256(bytes(w[paired_row(i)][b])),
@@ -88,8 +88,25 @@ inline void byte_lanes(const Block* const* w, int64_t b, Bytes&& bytes, __m512i 
     low[i] = _mm512_cvtepi8_epi32(_mm256_castsi256_si128(_mm256_permute4x64_epi64(both, 0x08)));   // qwords 0, 2
     high[i] = _mm512_cvtepi8_epi32(_mm256_castsi256_si128(_mm256_permute4x64_epi64(both, 0x0d)));  // 1, 3
   }
-  transpose_rows16(low, out);
-  transpose_rows16(high, out + 8);
+  __m512i lanes[16];  // byte g of row r in lane r (int32)
+  transpose_rows16(low, lanes);
+  transpose_rows16(high, lanes + 8);
+  for (int g = 0; g < 16; ++g) _mm_store_si128(reinterpret_cast<__m128i*>(out[g]), _mm512_cvtepi32_epi8(lanes[g]));
+}
+
+// The f16 at `offset` in block b of each of the 16 rows w, as stored (a kept copy's d or dmin).
+template <class Block>
+inline void copy_halves16(const Block* const* w, int64_t b, size_t offset, uint16_t (&out)[kStrip16Rows]) {
+  for (int r = 0; r < kStrip16Rows; ++r) std::memcpy(&out[r], reinterpret_cast<const std::byte*>(&w[r][b]) + offset, sizeof(out[r]));
+}
+
+// The 64 qs bytes of block b of the 16 rows w moved into place: qs[s] holds bytes
+// 4s..4s+3 of row r in lane r.
+template <class Block>
+inline void move_qs_into_place(const Block* const* w, int64_t b, uint8_t (&qs)[16][64]) {
+  for (int half = 0; half < 2; ++half) {
+    move_into_place(w, b, offsetof(Block, qs) + 32 * half, reinterpret_cast<uint8_t(&)[8][64]>(qs[8 * half]));
+  }
 }
 
 // One super-block of 16 rows (4416 bytes), in scratch or kept (TileKernel::repack): a
@@ -193,13 +210,10 @@ struct GroupFormat16 {
   static void repack(const TileJob& job, int64_t row, int n_rows, Strip* strip) {
     for_each_strip_block<Block>(job, row, n_rows, strip_length(job.n_in), [&](const Block* const* w, int64_t b) {
       Strip& s = strip[b];
-      __m512i lanes[16];
-      byte_lanes(w, b, [](const Block& block) { return Groups::scales(block); }, lanes);
-      for (int g = 0; g < 16; ++g) _mm_store_si128(reinterpret_cast<__m128i*>(s.scales[g]), _mm512_cvtepi32_epi8(lanes[g]));
+      store_group_bytes(w, b, [](const Block& block) { return Groups::scales(block); }, s.scales);
       for (int h = 0; h < 2; ++h) _mm256_store_ps(s.d + 8 * h, avx2::strip_halves(w + 8 * h, b, offsetof(Block, d)));
       if constexpr (Groups::kMins) {
-        byte_lanes(w, b, [](const Block& block) { return Groups::mins(block); }, lanes);
-        for (int g = 0; g < 16; ++g) _mm_store_si128(reinterpret_cast<__m128i*>(s.mins[g]), _mm512_cvtepi32_epi8(lanes[g]));
+        store_group_bytes(w, b, [](const Block& block) { return Groups::mins(block); }, s.mins);
         for (int h = 0; h < 2; ++h) _mm256_store_ps(s.dmin + 8 * h, avx2::strip_halves(w + 8 * h, b, offsetof(Block, dmin)));
       }
       #pragma GCC unroll 8
@@ -279,16 +293,10 @@ struct PackedQ2_K16 {
   static void repack(const TileJob& job, int64_t row, int n_rows, Strip* strip) {
     for_each_strip_block<Block>(job, row, n_rows, strip_length(job.n_in), [&](const Block* const* w, int64_t b) {
       Strip& s = strip[b];
-      for (int half = 0; half < 2; ++half) {
-        move_into_place(w, b, offsetof(Block, qs) + 32 * half, reinterpret_cast<uint8_t(&)[8][64]>(s.qs[8 * half]));
-      }
-      __m512i lanes[16];
-      byte_lanes(w, b, [](const Block& block) { return avx2::load128(block.scales); }, lanes);
-      for (int g = 0; g < 16; ++g) _mm_store_si128(reinterpret_cast<__m128i*>(s.scale_mins[g]), _mm512_cvtepi32_epi8(lanes[g]));
-      for (int r = 0; r < kStrip16Rows; ++r) {
-        std::memcpy(&s.d[r], &w[r][b].d, sizeof(s.d[r]));
-        std::memcpy(&s.dmin[r], &w[r][b].dmin, sizeof(s.dmin[r]));
-      }
+      move_qs_into_place(w, b, s.qs);
+      store_group_bytes(w, b, [](const Block& block) { return avx2::load128(block.scales); }, s.scale_mins);
+      copy_halves16(w, b, offsetof(Block, d), s.d);
+      copy_halves16(w, b, offsetof(Block, dmin), s.dmin);
     });
   }
 
@@ -342,14 +350,10 @@ struct PackedQ3_K16 {
   static void repack(const TileJob& job, int64_t row, int n_rows, Strip* strip) {
     for_each_strip_block<Block>(job, row, n_rows, strip_length(job.n_in), [&](const Block* const* w, int64_t b) {
       Strip& s = strip[b];
-      for (int half = 0; half < 2; ++half) {
-        move_into_place(w, b, offsetof(Block, qs) + 32 * half, reinterpret_cast<uint8_t(&)[8][64]>(s.qs[8 * half]));
-      }
+      move_qs_into_place(w, b, s.qs);
       move_into_place(w, b, offsetof(Block, hmask), s.hmask);
-      __m512i lanes[16];
-      byte_lanes(w, b, [](const Block& block) { return Q3_KGroups16::scales(block); }, lanes);
-      for (int g = 0; g < 16; ++g) _mm_store_si128(reinterpret_cast<__m128i*>(s.scales[g]), _mm512_cvtepi32_epi8(lanes[g]));
-      for (int r = 0; r < kStrip16Rows; ++r) std::memcpy(&s.d[r], &w[r][b].d, sizeof(s.d[r]));
+      store_group_bytes(w, b, [](const Block& block) { return Q3_KGroups16::scales(block); }, s.scales);
+      copy_halves16(w, b, offsetof(Block, d), s.d);
     });
   }
 

@@ -247,6 +247,19 @@ struct alignas(64) Strip4x16 {
   uint16_t m[kStrip16Rows];  // Q4_1 only
 };
 
+// Block b of the 16 rows w (offsets: row_offsets16) as the packed strips (Packed4's,
+// Packed5's) keep it: the qs bytes as transpose_qs16 leaves them, the scales (and, where
+// kHasMin, the minimums) as f16.
+template <bool kHasMin, class Block, class Strip>
+inline void store_packed_block(const Block* const (&w)[kStrip16Rows], int64_t b, __m512i offsets, Strip& strip) {
+  __m512i packed[4];
+  transpose_qs16(w, b, packed);
+  for (int k = 0; k < 4; ++k) store512(strip.qs[k], packed[k]);
+  const __m512i head = _mm512_i32gather_epi32(offsets, &w[0][b], 1);
+  store_halves16(strip.d, head);
+  if constexpr (kHasMin) store_halves16(strip.m, _mm512_srli_epi32(head, 16));
+}
+
 // kOffset, kHasMin: as Format32 (IQ4_NL's 128 added comes with its table, nibble_values).
 template <class Values, int kOffset, bool kHasMin>
 struct Packed4 {
@@ -259,14 +272,7 @@ struct Packed4 {
 
   static void repack(const TileJob& job, int64_t row, int n_rows, Strip* strip) {
     for_each_block16<Block>(job, row, n_rows, [&](const Block* const (&w)[kStrip16Rows], int64_t b, __m512i offsets) {
-      __m512i packed[4];
-      transpose_qs16(w, b, packed);
-      for (int k = 0; k < 4; ++k) store512(strip[b].qs[k], packed[k]);
-      const __m512i head = _mm512_i32gather_epi32(offsets, &w[0][b], 1);
-      store_halves16(strip[b].d, head);
-      if constexpr (kHasMin) {
-        store_halves16(strip[b].m, _mm512_srli_epi32(head, 16));
-      }
+      store_packed_block<kHasMin>(w, b, offsets, strip[b]);
     });
   }
 
@@ -370,15 +376,10 @@ struct Packed5 {
 
   static void repack(const TileJob& job, int64_t row, int n_rows, Strip* strip) {
     for_each_block16<Block>(job, row, n_rows, [&](const Block* const (&w)[kStrip16Rows], int64_t b, __m512i offsets) {
-      __m512i packed[4];
-      transpose_qs16(w, b, packed);
-      for (int k = 0; k < 4; ++k) store512(strip[b].qs[k], packed[k]);
+      store_packed_block<kHasMin>(w, b, offsets, strip[b]);
       alignas(64) uint32_t bits[kStrip16Rows];
       _mm512_store_si512(bits, _mm512_i32gather_epi32(offsets, w[0][b].qh, 1));
       for (int r = 0; r < kStrip16Rows; ++r) strip[b].high_bits[r] = regroup_high_bits(bits[r]);
-      const __m512i head = _mm512_i32gather_epi32(offsets, &w[0][b], 1);
-      store_halves16(strip[b].d, head);
-      if constexpr (kHasMin) store_halves16(strip[b].m, _mm512_srli_epi32(head, 16));
     });
   }
 
