@@ -45,17 +45,17 @@ constexpr KernelRow kRows[] = {
     {DType::IQ4_NL, DType::Q8_0, quantize_activations_q8_0,
      {scalar::dot_iq4_nl, avx2::dot_iq4_nl, avx512::dot_iq4_nl, avx512vnni::dot_iq4_nl}, avx2::quantize_activations_q8_0},
     {DType::Q2_K, DType::Q8_K, quantize_row_q8_K,
-     {scalar::dot_q2_K, avx2::dot_q2_K, nullptr, nullptr}},
+     {scalar::dot_q2_K, avx2::dot_q2_K, nullptr, nullptr}, avx2::quantize_row_q8_K},
     {DType::Q3_K, DType::Q8_K, quantize_row_q8_K,
-     {scalar::dot_q3_K, avx2::dot_q3_K, nullptr, nullptr}},
+     {scalar::dot_q3_K, avx2::dot_q3_K, nullptr, nullptr}, avx2::quantize_row_q8_K},
     {DType::Q4_K, DType::Q8_K, quantize_row_q8_K,
-     {scalar::dot_q4_K, avx2::dot_q4_K, avx512::dot_q4_K, nullptr}},
+     {scalar::dot_q4_K, avx2::dot_q4_K, avx512::dot_q4_K, nullptr}, avx2::quantize_row_q8_K},
     {DType::Q5_K, DType::Q8_K, quantize_row_q8_K,
-     {scalar::dot_q5_K, avx2::dot_q5_K, avx512::dot_q5_K, nullptr}},
+     {scalar::dot_q5_K, avx2::dot_q5_K, avx512::dot_q5_K, nullptr}, avx2::quantize_row_q8_K},
     {DType::Q6_K, DType::Q8_K, quantize_row_q8_K,
-     {scalar::dot_q6_K, avx2::dot_q6_K, avx512::dot_q6_K, nullptr}},
+     {scalar::dot_q6_K, avx2::dot_q6_K, avx512::dot_q6_K, nullptr}, avx2::quantize_row_q8_K},
     {DType::IQ4_XS, DType::Q8_K, quantize_row_q8_K,
-     {scalar::dot_iq4_xs, avx2::dot_iq4_xs, avx512::dot_iq4_xs, nullptr}},
+     {scalar::dot_iq4_xs, avx2::dot_iq4_xs, avx512::dot_iq4_xs, nullptr}, avx2::quantize_row_q8_K},
 };
 // clang-format on
 constexpr size_t kRowCount = sizeof(kRows) / sizeof(kRows[0]);
