@@ -130,10 +130,13 @@ static_assert(sizeof(StripQ2x16) == 4736 && sizeof(StripQ2x16) <= 2 * (kQK_K / 3
 
 // Integer dot of group g (16 values, 4 steps of 4: values(k) gives step k's bytes of the
 // 16 rows) with C tokens, exact in int32, times the group's scale (row r's in lane r),
-// added to sum.
+// added to sum. The formats whose values are stored with an offset pass offsets[j][g]:
+// token j's offset x bsum_g, what group g's dot gains from the offset, taken off the dot
+// before the scale multiplies it (an integer subtraction on the vector ALUs; the
+// multiply ports, which bound these kernels, are spared the offset's own products).
 template <int C, class Values>
 inline void add_group_dots(const BlockQ8_K* const* a, int64_t b, int g, Values&& values, __m512i scale,
-                           __m512i* sum) {
+                           const int32_t (*offsets)[16], __m512i* sum) {
   __m512i dot[C];
   for (int j = 0; j < C; ++j) dot[j] = _mm512_setzero_si512();
   #pragma GCC unroll 4
@@ -143,14 +146,18 @@ inline void add_group_dots(const BlockQ8_K* const* a, int64_t b, int g, Values&&
     for (int j = 0; j < C; ++j) dot[j] = dpbusd_broadcast(dot[j], w, a[j][b].qs + 16 * g + 4 * k);
   }
   #pragma GCC unroll 8
-  for (int j = 0; j < C; ++j) sum[j] = _mm512_add_epi32(sum[j], _mm512_mullo_epi32(dot[j], scale));
+  for (int j = 0; j < C; ++j) {
+    if (offsets != nullptr) dot[j] = _mm512_sub_epi32(dot[j], _mm512_set1_epi32(offsets[j][g]));
+    sum[j] = _mm512_add_epi32(sum[j], _mm512_mullo_epi32(dot[j], scale));
+  }
 }
 
 // The multiply of the 16-value-group strips, for the scratch strips (GroupFormat16) and
 // Q2_K's and Q3_K's kept copies (PackedQ2_K16, PackedQ3_K16) alike: per super-block the
-// exact int32 sum of scale x group dot (Format::add_group), the bsums against
-// Format::bsum_weights for the offset or the minimums' share, then the f32 steps of the
-// AVX2 kernels lane by lane.
+// exact int32 sum of scale x group dot (Format::add_group), for the formats with an
+// offset each dot less offset x bsum_g (sum sc * q * a = sum sc * ((q + offset) * a -
+// offset * bsum), exactly), for Q2_K the bsums against its minimums (Format::min_weights)
+// for their share; then the f32 steps of the AVX2 kernels lane by lane.
 template <class Format, int C>
 void multiply_groups16(const TileJob& job, const typename Format::Strip* strip, int64_t col, __m512* acc,
                        const char* ahead) {
@@ -165,24 +172,31 @@ void multiply_groups16(const TileJob& job, const typename Format::Strip* strip, 
     prefetch_strip_block<typename Format::Strip>(job, ahead, b);
     __m512i sum[C];
     for (int j = 0; j < C; ++j) sum[j] = _mm512_setzero_si512();
-    for (int g = 0; g < 16; ++g) Format::template add_group<C>(s, a, b, g, sum);
-    __m512i weights[8];
-    Format::bsum_weights(s, weights);
+    alignas(64) int32_t offsets[C][16];  // [token][group]: offset x bsum (the formats with an offset)
+    if constexpr (!Format::kMins) {
+      for (int j = 0; j < C; ++j) {
+        const __m512i bsums = _mm512_cvtepi16_epi32(avx2::load256(a[j][b].bsums));
+        _mm512_store_si512(offsets[j], _mm512_slli_epi32(bsums, Format::kOffsetShift));
+      }
+    }
+    for (int g = 0; g < 16; ++g) Format::template add_group<C>(s, a, b, g, Format::kMins ? nullptr : offsets, sum);
     const __m512 d = Format::d(s);
-    #pragma GCC unroll 8
-    for (int j = 0; j < C; ++j) {
-      const __m512 ad = _mm512_set1_ps(a[j][b].d);
-      if constexpr (Format::kMins) {
+    if constexpr (Format::kMins) {
+      __m512i weights[8];
+      Format::min_weights(s, weights);
+      #pragma GCC unroll 8
+      for (int j = 0; j < C; ++j) {
+        const __m512 ad = _mm512_set1_ps(a[j][b].d);
         __m512i min_dot = _mm512_setzero_si512();
         #pragma GCC unroll 8
         for (int p = 0; p < 8; ++p) min_dot = _mm512_dpwssd_epi32(min_dot, weights[p], broadcast4(a[j][b].bsums + 2 * p));
         acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[j]), _mm512_mul_ps(d, ad), acc[j]);
         acc_min[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(min_dot), _mm512_mul_ps(Format::dmin(s), ad), acc_min[j]);
-      } else {
-        // sum sc * q * a = sum sc * (q + offset) * a - offset * sum_g sc_g * bsum_g, exactly.
-        #pragma GCC unroll 8
-        for (int p = 0; p < 8; ++p) sum[j] = _mm512_dpwssd_epi32(sum[j], weights[p], broadcast4(a[j][b].bsums + 2 * p));
-        acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[j]), _mm512_mul_ps(d, ad), acc[j]);
+      }
+    } else {
+      #pragma GCC unroll 8
+      for (int j = 0; j < C; ++j) {
+        acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[j]), _mm512_mul_ps(d, _mm512_set1_ps(a[j][b].d)), acc[j]);
       }
     }
   }
@@ -204,6 +218,7 @@ struct GroupFormat16 {
   using Strip = std::conditional_t<Groups::kMins, StripQ2x16, StripQ6x16>;
   using Block = typename Groups::Block;
   static constexpr bool kMins = Groups::kMins;
+  static constexpr int kOffsetShift = Groups::kOffsetShift;
 
   static int64_t strip_length(int64_t n_in) { return n_in / kQK_K; }
 
@@ -228,21 +243,21 @@ struct GroupFormat16 {
 
   // Group g: steps 4 (g % 2) .. + 3 of chunk g / 2.
   template <int C>
-  static void add_group(const Strip& s, const BlockQ8_K* const* a, int64_t b, int g, __m512i* sum) {
+  static void add_group(const Strip& s, const BlockQ8_K* const* a, int64_t b, int g, const int32_t (*offsets)[16],
+                        __m512i* sum) {
     add_group_dots<C>(
         a, b, g, [&](int k) { return load512(s.qs[g / 2][4 * (g % 2) + k]); },
-        _mm512_cvtepi8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(s.scales[g]))), sum);
+        _mm512_cvtepi8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(s.scales[g]))), offsets, sum);
   }
 
-  // What multiplies each token's bsums pairs, row r's groups 2p, 2p + 1 in the int16
-  // halves of lane r: -offset x the scales (exact: |32 sc| <= 4096), so that the stored
-  // values' offset comes off the sum, or Q2_K's minimums, for their share.
-  static void bsum_weights(const Strip& s, __m512i weights[8]) {
-    const int8_t(&bytes)[16][16] = weight_bytes(s);
-    for (int p = 0; p < 8; ++p) {
-      const __m512i words = paired_words(_mm_load_si128(reinterpret_cast<const __m128i*>(bytes[2 * p])),
-                                         _mm_load_si128(reinterpret_cast<const __m128i*>(bytes[2 * p + 1])));
-      weights[p] = Groups::kMins ? words : _mm512_sub_epi16(_mm512_setzero_si512(), _mm512_slli_epi16(words, Groups::kOffsetShift));
+  // Q2_K's minimums, what multiplies each token's bsums pairs: row r's groups 2p, 2p + 1
+  // in the int16 halves of lane r.
+  static void min_weights(const Strip& s, __m512i weights[8]) {
+    if constexpr (Groups::kMins) {
+      for (int p = 0; p < 8; ++p) {
+        weights[p] = paired_words(_mm_load_si128(reinterpret_cast<const __m128i*>(s.mins[2 * p])),
+                                  _mm_load_si128(reinterpret_cast<const __m128i*>(s.mins[2 * p + 1])));
+      }
     }
   }
   static __m512 d(const Strip& s) { return _mm512_load_ps(s.d); }
@@ -257,16 +272,6 @@ struct GroupFormat16 {
   template <int C>
   static void multiply(const TileJob& job, const Strip* strip, int64_t col, __m512* acc, const char* ahead) {
     multiply_groups16<GroupFormat16, C>(job, strip, col, acc, ahead);
-  }
-
- private:
-  // The bytes whose pairs weigh the token's bsums pairs: the minimums, else the scales.
-  static const int8_t (&weight_bytes(const Strip& s))[16][16] {
-    if constexpr (Groups::kMins) {
-      return s.mins;
-    } else {
-      return s.scales;
-    }
   }
 };
 
@@ -303,17 +308,18 @@ struct PackedQ2_K16 {
   // As GroupFormat16::add_group: group g is bits 2j..2j+1 (j = (g / 2) % 4) of qs bytes
   // 32 (g / 8) + 16 (g % 2) .., steps 8 (g / 8) + 4 (g % 2) .. + 3 of the strip.
   template <int C>
-  static void add_group(const Strip& s, const BlockQ8_K* const* a, int64_t b, int g, __m512i* sum) {
+  static void add_group(const Strip& s, const BlockQ8_K* const* a, int64_t b, int g, const int32_t (*offsets)[16],
+                        __m512i* sum) {
     const int shift = 2 * ((g / 2) % 4), first = 8 * (g / 8) + 4 * (g % 2);
     const __m512i scale = _mm512_cvtepu8_epi32(
         _mm_and_si128(_mm_load_si128(reinterpret_cast<const __m128i*>(s.scale_mins[g])), _mm_set1_epi8(0x0f)));
     add_group_dots<C>(
         a, b, g,
         [&](int k) { return _mm512_and_si512(_mm512_srli_epi16(load512(s.qs[first + k]), shift), _mm512_set1_epi8(3)); },
-        scale, sum);
+        scale, offsets, sum);
   }
 
-  static void bsum_weights(const Strip& s, __m512i weights[8]) {
+  static void min_weights(const Strip& s, __m512i weights[8]) {
     const auto mins = [&](int g) {
       const __m128i bytes = _mm_load_si128(reinterpret_cast<const __m128i*>(s.scale_mins[g]));
       return _mm_and_si128(_mm_srli_epi16(bytes, 4), _mm_set1_epi8(0x0f));
@@ -344,6 +350,7 @@ struct PackedQ3_K16 {
   using Strip = PackedStripQ3x16;
   using Block = BlockQ3_K;
   static constexpr bool kMins = false;
+  static constexpr int kOffsetShift = Q3_KGroups16::kOffsetShift;
 
   static int64_t strip_length(int64_t n_in) { return n_in / kQK_K; }
 
@@ -360,7 +367,8 @@ struct PackedQ3_K16 {
   // As q3_values: group g is chunk c = g / 2, bits 2 (c % 4).. of qs bytes 32 (c / 4) +
   // 16 (g % 2) .. with bit c of hmask bytes 16 (g % 2) .. above them (q + 4).
   template <int C>
-  static void add_group(const Strip& s, const BlockQ8_K* const* a, int64_t b, int g, __m512i* sum) {
+  static void add_group(const Strip& s, const BlockQ8_K* const* a, int64_t b, int g, const int32_t (*offsets)[16],
+                        __m512i* sum) {
     const int c = g / 2, shift = 2 * (c % 4), first = 8 * (c / 4) + 4 * (g % 2), high_first = 4 * (g % 2);
     const auto values = [&](int k) {
       const __m512i bits = _mm512_and_si512(_mm512_srli_epi16(load512(s.qs[first + k]), shift), _mm512_set1_epi8(3));
@@ -369,16 +377,7 @@ struct PackedQ3_K16 {
       return _mm512_ternarylogic_epi32(bits, moved, _mm512_set1_epi8(4), 0xf8);  // bits | (moved & 4)
     };
     add_group_dots<C>(a, b, g, values,
-                      _mm512_cvtepi8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(s.scales[g]))), sum);
-  }
-
-  // -4 x the scales, so that the stored values' offset comes off the sum.
-  static void bsum_weights(const Strip& s, __m512i weights[8]) {
-    for (int p = 0; p < 8; ++p) {
-      const __m512i words = paired_words(_mm_load_si128(reinterpret_cast<const __m128i*>(s.scales[2 * p])),
-                                         _mm_load_si128(reinterpret_cast<const __m128i*>(s.scales[2 * p + 1])));
-      weights[p] = _mm512_sub_epi16(_mm512_setzero_si512(), _mm512_slli_epi16(words, Q3_KGroups16::kOffsetShift));
-    }
+                      _mm512_cvtepi8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(s.scales[g]))), offsets, sum);
   }
   static __m512 d(const Strip& s) { return _mm512_cvtph_ps(avx2::load256(s.d)); }
   static __m512 dmin(const Strip&) { return _mm512_setzero_ps(); }
