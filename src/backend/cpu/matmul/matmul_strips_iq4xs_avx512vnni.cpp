@@ -3,7 +3,9 @@
 //
 // vpdpbusd wants its first operand unsigned: the codebook is looked up with 128 added
 // (1..241), which sums each sub-block's dot with 128 times the token's sum over the
-// sub-block (Q8_K's bsums) too; that share, times the scale, comes off in int32, exactly.
+// sub-block (Q8_K's bsums) too; that share comes off each sub-block's dot before its
+// scale multiplies it (an integer subtraction, exact: the multiply ports, which bound
+// these kernels, are spared the share's own products).
 // One layout serves the scratch strips and the kept copy: each super-block of 16 rows
 // with its packed bytes moved into place, the nibbles looked up as they are multiplied
 // (once per group of tokens), the scales as bytes, d as f32: 2240 bytes against 2176 as
@@ -34,13 +36,6 @@ static_assert(sizeof(PackedStripIQ4_XS) == 2240);
 inline __m512i unsigned_codebook() {
   return _mm512_add_epi8(_mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(quant::kIQ4NLValues))),
                          _mm512_set1_epi8(-128));
-}
-
-// 128 x (ls - 32) in both int16 halves of each lane: against a bsums pair, vpdpwssd gives
-// the share of the 128 added to the values over one sub-block.
-inline __m512i offset_pairs(__m512i scales) {
-  const __m512i offset = _mm512_slli_epi32(scales, 7);
-  return _mm512_or_si512(_mm512_and_si512(offset, _mm512_set1_epi32(0xffff)), _mm512_slli_epi32(offset, 16));
 }
 
 struct PackedIQ4_XS16 {
@@ -76,8 +71,13 @@ struct PackedIQ4_XS16 {
     for (int64_t b = 0; b < job.n_in / kQK_K; ++b) {
       const Strip& s = strip[b];
       prefetch_strip_block<Strip>(job, ahead, b);
-      __m512i total[C], offset_share[C];
-      for (int j = 0; j < C; ++j) total[j] = offset_share[j] = _mm512_setzero_si512();
+      __m512i total[C];
+      alignas(32) int32_t offsets[C][8];  // [token][sub-block]: 128 x the token's sum over the sub-block
+      for (int j = 0; j < C; ++j) {
+        total[j] = _mm512_setzero_si512();
+        _mm256_store_si256(reinterpret_cast<__m256i*>(offsets[j]),
+                           _mm256_madd_epi16(avx2::load256(a[j][b].bsums), _mm256_set1_epi16(128)));
+      }
       for (int sub = 0; sub < 8; ++sub) {
         __m512i dot[C];
         for (int j = 0; j < C; ++j) dot[j] = _mm512_setzero_si512();
@@ -93,18 +93,16 @@ struct PackedIQ4_XS16 {
           }
         }
         const __m512i scale = _mm512_cvtepi8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(s.scales[sub])));
-        const __m512i offset = offset_pairs(scale);
         #pragma GCC unroll 8
         for (int j = 0; j < C; ++j) {
-          total[j] = _mm512_add_epi32(total[j], _mm512_mullo_epi32(dot[j], scale));
-          offset_share[j] = _mm512_dpwssd_epi32(offset_share[j], offset, broadcast4(a[j][b].bsums + 2 * sub));
+          const __m512i exact = _mm512_sub_epi32(dot[j], _mm512_set1_epi32(offsets[j][sub]));
+          total[j] = _mm512_add_epi32(total[j], _mm512_mullo_epi32(exact, scale));
         }
       }
       const __m512 d = _mm512_load_ps(s.d);
       #pragma GCC unroll 8
       for (int j = 0; j < C; ++j) {
-        const __m512i exact = _mm512_sub_epi32(total[j], offset_share[j]);
-        acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(exact), _mm512_mul_ps(d, _mm512_set1_ps(a[j][b].d)), acc[j]);
+        acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(total[j]), _mm512_mul_ps(d, _mm512_set1_ps(a[j][b].d)), acc[j]);
       }
     }
   }
