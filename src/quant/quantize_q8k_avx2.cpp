@@ -51,7 +51,8 @@ bool quantize_block(const float* x, BlockQ8_K& y) {
   __m256 amax8 = _mm256_setzero_ps();
   for (int i = 0; i < kVectors; ++i) {
     const __m256 v = _mm256_loadu_ps(x + 8 * i);
-    special = _mm256_or_si256(special, _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_castps_si256(v), exponent), exponent));
+    const __m256i bits = _mm256_castps_si256(v);
+    special = _mm256_or_si256(special, _mm256_cmpeq_epi32(_mm256_and_si256(bits, exponent), exponent));
     amax8 = _mm256_max_ps(amax8, _mm256_andnot_ps(sign, v));
   }
   if (!_mm256_testz_si256(special, special)) return false;
@@ -70,7 +71,8 @@ bool quantize_block(const float* x, BlockQ8_K& y) {
   const __m256 amax_all = _mm256_set1_ps(amax);
   float max = 0.0f;
   for (int i = 0; i < kVectors; ++i) {
-    const int hits = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_andnot_ps(sign, _mm256_loadu_ps(x + 8 * i)), amax_all, _CMP_EQ_OQ));
+    const __m256 magnitude = _mm256_andnot_ps(sign, _mm256_loadu_ps(x + 8 * i));
+    const int hits = _mm256_movemask_ps(_mm256_cmp_ps(magnitude, amax_all, _CMP_EQ_OQ));
     if (hits != 0) {
       max = x[8 * i + std::countr_zero(static_cast<unsigned>(hits))];
       break;
@@ -87,7 +89,8 @@ bool quantize_block(const float* x, BlockQ8_K& y) {
     __m256i q[8];
     for (int i = 0; i < 8; ++i) {
       const __m256 product = _mm256_mul_ps(_mm256_loadu_ps(x + 64 * c + 8 * i), scale);
-      q[i] = _mm256_min_epi32(_mm256_cvtps_epi32(_mm256_round_ps(product, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)), top);
+      const __m256 rounded = _mm256_round_ps(product, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      q[i] = _mm256_min_epi32(_mm256_cvtps_epi32(rounded), top);
     }
     store_bytes(q, y.qs + 64 * c);
     store_bytes(q + 4, y.qs + 64 * c + 32);

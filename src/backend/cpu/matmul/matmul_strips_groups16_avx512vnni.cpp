@@ -1,8 +1,8 @@
 // AVX-512 VNNI strip kernels of Q6_K, Q3_K and Q2_K (a scale per group of 16 values)
 // against Q8_K activations: 16 rows per strip, vpdpbusd on the stored values 0..63 / 0..7
 // / 0..3 (unsigned, as vpdpbusd wants them). Per super-block, row and token the exact
-// int32 sum over the 16 groups of scale x integer group dot, less offset x sum_g scale_g *
-// bsum_g for the values' offset (32 / 4; Q2_K has none, but a minimum per group whose share
+// int32 sum over the 16 groups of scale x integer group dot, the dot less offset x bsum_g
+// for the values' offset (32 / 4; Q2_K has none, but a minimum per group whose share
 // sum_g min_g * bsum_g is a second total); then the f32 steps of the AVX2 kernels
 // (matmul_strips_groups16_avx2.cpp) lane by lane: the same bits.
 //
