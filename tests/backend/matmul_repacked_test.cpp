@@ -10,6 +10,7 @@
 
 #include "backend/cpu/matmul/matmul.h"
 #include "backend/cpu/matmul/matmul_tiles.h"
+#include "backend/cpu/matmul/timed_choice.h"
 #include "quant/quantize.h"
 #include "test_util.h"
 
@@ -130,6 +131,26 @@ TEST_P(MatmulRepackedTest, KeptOnlyForTilesOfUpToTheirTokens) {
   multiply(matmul, 2, w, step);
   EXPECT_GT(matmul.repacked_bytes(), 0u);
   expect_same_bits(multiply(matmul, 2, w, prompt), before, "a prompt after the copy was made");
+}
+
+// Single tokens read a kept copy where the kernel's copies serve them always
+// (kept_for_single_tokens_up_to) or where it is measured faster (the first calls try
+// both ways: kept_for_single_tokens_when_faster); either way every call gives the bits
+// of the rows as stored.
+TEST_P(MatmulRepackedTest, SingleTokensGiveTheSameBitsWhicheverWayTheyRead) {
+  const DType type = GetParam();
+  const TileKernel* kernel = find_tile_kernel(type, Isa::kAvx512Vnni);
+  Weight w = make_weight(type, 1024, 80);
+  Matmul kept(Isa::kAvx512Vnni, CpuNumerics::kFast, size_t{1} << 30);
+  kept.add_weight(w.bytes.data(), w.bytes.size());
+  Matmul plain(Isa::kAvx512Vnni, CpuNumerics::kFast);
+  Matrix x(1, 1024, 0, 17, 1.0f);
+  const Matrix expected = multiply(plain, 2, w, x);
+  for (int call = 0; call < 3 * static_cast<int>(TimedChoice::kFirstSamples); ++call) {
+    expect_same_bits(multiply(kept, 1 + call % 2, w, x), expected, "call " + std::to_string(call));
+  }
+  const bool may_read_kept = kernel->kept_for_single_tokens_when_faster || 1024 <= kernel->kept_for_single_tokens_up_to;
+  EXPECT_EQ(kept.repacked_bytes() > 0, may_read_kept) << dtype_name(type);
 }
 
 // A view of some rows of an added weight (as a model slices a fused tensor) is kept on

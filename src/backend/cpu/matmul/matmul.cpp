@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <string>
 
 #include "backend/cpu/matmul/matmul_float.h"
@@ -202,10 +203,24 @@ Status Matmul::execute(ThreadPool& pool, std::span<Plan> plans) {
     run_rows(pool, plans[0]);
     return {};
   }
-  size_t scratch_bytes = 0;
+  // Single tokens of the types whose kept copy may serve them take it or the rows as
+  // stored, as single_token_choices_ measure (the same bits either way).
+  TimedChoice* choice = nullptr;
+  for (const Plan& plan : plans) {
+    if (plan.n_tokens < kMinStripTokens && plan.tile->repack != nullptr &&
+        plan.tile->kept_for_single_tokens_when_faster) {
+      choice = &single_token_choices_[plan.tile];
+      break;
+    }
+  }
+  const bool kept_single_tokens = choice != nullptr && choice->second();
+  const size_t repacked_before = repacked_.bytes_used();
+  size_t scratch_bytes = 0, weight_bytes = 0;
   for (Plan& plan : plans) {
+    weight_bytes += plan.w_stride * static_cast<size_t>(plan.n_out);
+    const bool kept_single = kept_single_tokens && plan.tile->kept_for_single_tokens_when_faster;
     if (plan.tile->repack != nullptr && plan.n_tokens <= plan.tile->kept_for_tokens_up_to &&
-        (plan.n_tokens >= kMinStripTokens || plan.n_in <= plan.tile->kept_for_single_tokens_up_to)) {
+        (plan.n_tokens >= kMinStripTokens || plan.n_in <= plan.tile->kept_for_single_tokens_up_to || kept_single)) {
       const WeightRows rows{plan.w, plan.kernel->weight, plan.n_out, plan.n_in, plan.w_stride};
       plan.strips = repacked_.find(pool, rows, *plan.tile);
       TileJob strip;
@@ -220,7 +235,17 @@ Status Matmul::execute(ThreadPool& pool, std::span<Plan> plans) {
   for (Scratch& s : tile_scratch_) {
     if (s.reserve(scratch_bytes) == nullptr) return resource_exhausted("matmul: cannot allocate tile scratch");
   }
+  if (choice == nullptr) {
+    run_tiled(pool, plans);
+    return {};
+  }
+  const auto start = std::chrono::steady_clock::now();
   run_tiled(pool, plans);
+  // A call that made a kept copy timed the repacking too: not a sample of either way.
+  if (repacked_.bytes_used() == repacked_before) {
+    choice->record(kept_single_tokens, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
+                   weight_bytes);
+  }
   return {};
 }
 

@@ -11,7 +11,7 @@
 //    The strip kernels, which first repack 8 rows at a time into a SIMD-friendly layout,
 //    get panels of rows (a few per thread, each small enough to stay in L2 repacked)
 //    against every token, so that each row is repacked once per matmul; a single token
-//    (decoding) reads the rows as stored instead.
+//    (decoding) reads the rows as stored instead (or a kept copy: TileKernel).
 //
 // Which one kAuto takes depends on the numerics (backend/cpu/cpu_backend.h):
 //  - kFast: every type with a tiled kernel takes it at every batch size, a single token
@@ -27,6 +27,7 @@
 //    IQ4_NL, Q4_K with n_out % 8 == 0 (strip kernels, as the reference repacks them),
 //    rows otherwise.
 
+#include <map>
 #include <span>
 #include <vector>
 
@@ -35,6 +36,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/matmul/matmul_repacked.h"
 #include "backend/cpu/matmul/matmul_tiles.h"
+#include "backend/cpu/matmul/timed_choice.h"
 #include "backend/tensor.h"
 #include "core/status.h"
 #include "core/thread_pool.h"
@@ -105,6 +107,8 @@ class Matmul {
   std::vector<Scratch> tile_scratch_;  // per thread: the repacked rows of a panel
   Scratch padded_y_;  // [plans][kMinStripTokens][n_out] f32: padded products' outputs
   RepackedWeights repacked_;
+  // Per tile kernel whose kept copies may serve single tokens: which way is faster here.
+  std::map<const TileKernel*, TimedChoice> single_token_choices_;
   KvLookahead* lookahead_ = nullptr;
 };
 

@@ -27,10 +27,12 @@ const TileKernel* find_tile_kernel(DType weight, Isa isa, CpuNumerics numerics) 
   // side, or compute more per byte than the memory delivers); Q8_0's for rows of up to
   // 1024 values, where its row-by-row single-token kernel spends much of its time
   // summing each row's lanes (a small model's output head), not for longer rows, which
-  // it streams from memory faster than the strips. Q4_K's, Q5_K's and Q6_K's single
-  // tokens stream the rows as stored. Q4_K's and Q5_K's kept copies hold their packed
-  // bits, taken apart once per 8 tokens as they are multiplied: they serve batched
-  // decoding (tiles of up to 32 tokens), and prompts repack. Q6_K's hold a byte a value,
+  // it streams from memory faster than the strips. Q6_K's single tokens stream the rows
+  // as stored. Q4_K's and Q5_K's kept copies hold their packed bits, taken apart once per
+  // 8 tokens as they are multiplied: they serve batched decoding (tiles of up to 32
+  // tokens), and single tokens where the matmul measures them faster than the rows as
+  // stored (fewer instructions, 5.5% more bytes: faster on a quiet machine, slower when
+  // the memory bus is the bound); prompts repack. Q6_K's hold a byte a value,
   // as its scratch strips do, and serve every tile. IQ4_XS's, its packed bytes in place
   // (the layout of its scratch strips too), serve every tile, single tokens included: a
   // single-token kernel on the rows as stored spends about three times their arithmetic.
@@ -38,9 +40,10 @@ const TileKernel* find_tile_kernel(DType weight, Isa isa, CpuNumerics numerics) 
   // Q2_K's single tokens too; Q3_K's single tokens, whose values take twice the
   // instructions to put together, ran slower on them than on the AVX2 kernel.
   constexpr auto kept_k_quant = [](void (*run)(const TileJob&), size_t (*repack)(const TileJob&, std::byte*),
-                                   int64_t up_to_tokens) {
+                                   int64_t up_to_tokens, bool single_tokens_when_faster) {
     return TileKernel{.run = run, .block_sums = false, .mirrors_reference = false, .needs_rows_of_8 = false,
-                      .repacks_rows = true, .strip_rows = 16, .repack = repack, .kept_for_tokens_up_to = up_to_tokens};
+                      .repacks_rows = true, .strip_rows = 16, .repack = repack, .kept_for_tokens_up_to = up_to_tokens,
+                      .kept_for_single_tokens_when_faster = single_tokens_when_faster};
   };
   static constexpr TileKernel kQ8_0Vnni{avx512vnni::tile_q8_0, true, false, false, true, true, 16, avx512vnni::repack_q8_0, nullptr, nullptr, 1024},
       kQ4_0Vnni{avx512vnni::tile_q4_0, true, false, false, true, true, 16, avx512vnni::repack_q4_0, nullptr, nullptr, kAnyLength},
@@ -48,12 +51,12 @@ const TileKernel* find_tile_kernel(DType weight, Isa isa, CpuNumerics numerics) 
       kIQ4_NLVnni{avx512vnni::tile_iq4_nl, true, false, false, true, true, 16, avx512vnni::repack_iq4_nl, nullptr, nullptr, kAnyLength},
       kQ4_1Vnni{avx512vnni::tile_q4_1, false, false, false, true, true, 16, avx512vnni::repack_q4_1, nullptr, nullptr, kAnyLength},
       kQ5_1Vnni{avx512vnni::tile_q5_1, false, false, false, true, true, 16, avx512vnni::repack_q5_1, nullptr, nullptr, kAnyLength},
-      kQ3_KVnni = kept_k_quant(avx512vnni::tile_q3_K, avx512vnni::repack_q3_K, 32),
+      kQ3_KVnni = kept_k_quant(avx512vnni::tile_q3_K, avx512vnni::repack_q3_K, 32, false),
       kQ2_KVnni{avx512vnni::tile_q2_K, false, false, false, true, false, 16, avx512vnni::repack_q2_K, nullptr, nullptr,
                 kAnyLength, 32},
-      kQ4_KVnni = kept_k_quant(avx512vnni::tile_q4_K, avx512vnni::repack_q4_K, 32),
-      kQ5_KVnni = kept_k_quant(avx512vnni::tile_q5_K, avx512vnni::repack_q5_K, 32),
-      kQ6_KVnni = kept_k_quant(avx512vnni::tile_q6_K, avx512vnni::repack_q6_K, kAnyLength),
+      kQ4_KVnni = kept_k_quant(avx512vnni::tile_q4_K, avx512vnni::repack_q4_K, 32, true),
+      kQ5_KVnni = kept_k_quant(avx512vnni::tile_q5_K, avx512vnni::repack_q5_K, 32, true),
+      kQ6_KVnni = kept_k_quant(avx512vnni::tile_q6_K, avx512vnni::repack_q6_K, kAnyLength, false),
       kIQ4_XSVnni{avx512vnni::tile_iq4_xs, false, false, false, true, false, 16, avx512vnni::repack_iq4_xs, nullptr, nullptr, kAnyLength};
   // The k-quants on the tile unit: the VNNI strips' bits, the integer products faster.
   static constexpr TileKernel kQ4_KAmx{amx::tile_q4_K, false, false, false, true, false, 16, nullptr,

@@ -118,6 +118,10 @@ struct TileKernel {
   // exists: a kept copy whose values are taken apart as they are multiplied (the
   // k-quants') does so once per group of kStripTokens tokens, the scratch once a panel.
   int64_t kept_for_tokens_up_to = std::numeric_limits<int64_t>::max();
+  // Tiles of fewer than kMinStripTokens tokens may multiply the rows' kept copy (made
+  // then) instead of the rows as stored, whichever the matmul measures faster
+  // (timed_choice.h): both give the same bits.
+  bool kept_for_single_tokens_when_faster = false;
 };
 
 // The tiled kernel for `weight` on `isa` or a lower ISA: under kFast the fastest one,
