@@ -241,7 +241,8 @@ Status Matmul::execute(ThreadPool& pool, std::span<Plan> plans) {
   }
   const auto start = std::chrono::steady_clock::now();
   run_tiled(pool, plans);
-  // A call that made a kept copy timed the repacking too: not a sample of either way.
+  // A call right after its kept copy was made finds part of it still in cache: not a
+  // fair sample of either way.
   if (repacked_.bytes_used() == repacked_before) {
     choice->record(kept_single_tokens, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
                    weight_bytes);
