@@ -204,12 +204,13 @@ Status Matmul::execute(ThreadPool& pool, std::span<Plan> plans) {
     return {};
   }
   // Single tokens of the types whose kept copy may serve them take it or the rows as
-  // stored, as single_token_choices_ measure (the same bits either way).
+  // stored, as single_token_choices_ measure for this call's weights (the same bits
+  // either way).
   TimedChoice* choice = nullptr;
   for (const Plan& plan : plans) {
     if (plan.n_tokens < kMinStripTokens && plan.tile->repack != nullptr &&
         plan.tile->kept_for_single_tokens_when_faster) {
-      choice = &single_token_choices_[plan.tile];
+      choice = &single_token_choices_[plans.front().w];
       break;
     }
   }

@@ -107,8 +107,11 @@ class Matmul {
   std::vector<Scratch> tile_scratch_;  // per thread: the repacked rows of a panel
   Scratch padded_y_;  // [plans][kMinStripTokens][n_out] f32: padded products' outputs
   RepackedWeights repacked_;
-  // Per tile kernel whose kept copies may serve single tokens: which way is faster here.
-  std::map<const TileKernel*, TimedChoice> single_token_choices_;
+  // Per weight whose kept copy may serve single tokens (by its first row; for a call of
+  // several, the first one's): which way is faster here. Per weight, not per type: a
+  // small matrix costs more per byte than a large one either way, and the calls that try
+  // the other way fall on some matrices more than others.
+  std::map<const std::byte*, TimedChoice> single_token_choices_;
   KvLookahead* lookahead_ = nullptr;
 };
 

@@ -10,7 +10,8 @@
 // are (a quiet machine, or one whose cores are shared). Which holds changes while a server
 // runs, so the choice keeps measuring: each way's cost per byte is a moving average over
 // its recent calls, the cheaper one runs, and one call in kExploreEvery takes the other
-// so that its average stays current.
+// so that its average stays current. The matmul keeps one per weight: costs per byte
+// differ between matrices, and a choice shared by several would compare them.
 
 #include <cstddef>
 #include <cstdint>
