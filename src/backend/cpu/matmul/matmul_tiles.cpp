@@ -27,12 +27,14 @@ const TileKernel* find_tile_kernel(DType weight, Isa isa, CpuNumerics numerics) 
   // side, or compute more per byte than the memory delivers); Q8_0's for rows of up to
   // 1024 values, where its row-by-row single-token kernel spends much of its time
   // summing each row's lanes (a small model's output head), not for longer rows, which
-  // it streams from memory faster than the strips. Q6_K's single tokens stream the rows
-  // as stored. Q4_K's and Q5_K's kept copies hold their packed bits, taken apart once per
-  // 8 tokens as they are multiplied: they serve batched decoding (tiles of up to 32
-  // tokens), and single tokens where the matmul measures them faster than the rows as
-  // stored (fewer instructions, 5.5% more bytes: faster on a quiet machine, slower when
-  // the memory bus is the bound); prompts repack. Q6_K's hold a byte a value,
+  // it streams from memory faster than the strips. Q5_K's and Q6_K's single tokens
+  // stream the rows as stored. Q4_K's and Q5_K's kept copies hold their packed bits,
+  // taken apart once per 8 tokens as they are multiplied: they serve batched decoding
+  // (tiles of up to 32 tokens), and Q4_K's single tokens where the matmul measures them
+  // faster than the rows as stored (fewer instructions, 5.5% more bytes: faster on a
+  // quiet machine, slower when the memory bus is the bound; Q5_K's, whose fifth bits
+  // take more instructions to put in place, ran single tokens at about half the speed of
+  // its rows as stored); prompts repack. Q6_K's hold a byte a value,
   // as its scratch strips do, and serve every tile. IQ4_XS's, its packed bytes in place
   // (the layout of its scratch strips too), serve every tile, single tokens included: a
   // single-token kernel on the rows as stored spends about three times their arithmetic.
@@ -55,7 +57,7 @@ const TileKernel* find_tile_kernel(DType weight, Isa isa, CpuNumerics numerics) 
       kQ2_KVnni{avx512vnni::tile_q2_K, false, false, false, true, false, 16, avx512vnni::repack_q2_K, nullptr, nullptr,
                 kAnyLength, 32},
       kQ4_KVnni = kept_k_quant(avx512vnni::tile_q4_K, avx512vnni::repack_q4_K, 32, true),
-      kQ5_KVnni = kept_k_quant(avx512vnni::tile_q5_K, avx512vnni::repack_q5_K, 32, true),
+      kQ5_KVnni = kept_k_quant(avx512vnni::tile_q5_K, avx512vnni::repack_q5_K, 32, false),
       kQ6_KVnni = kept_k_quant(avx512vnni::tile_q6_K, avx512vnni::repack_q6_K, kAnyLength, false),
       kIQ4_XSVnni{avx512vnni::tile_iq4_xs, false, false, false, true, false, 16, avx512vnni::repack_iq4_xs, nullptr, nullptr, kAnyLength};
   // The k-quants on the tile unit: the VNNI strips' bits, the integer products faster.

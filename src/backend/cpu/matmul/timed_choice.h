@@ -4,7 +4,7 @@
 // long a call takes, never its result.
 //
 // Used for single tokens of the weight types whose kept copy (TileKernel::repack) can
-// serve them (TileKernel::kept_for_single_tokens_when_faster): the rows as stored are
+// serve them (TileKernel::kept_for_single_tokens_when_faster, Q4_K): the rows as stored are
 // the fewest bytes and win when the memory is the bound (a machine whose other tenants
 // load the memory bus), the kept copy costs fewer instructions and wins when the cores
 // are (a quiet machine, or one whose cores are shared). Which holds changes while a server
