@@ -57,7 +57,7 @@ namespace avx2 {  // AVX2 + FMA + F16C
 // quantize_activations_q8_0 / _q8_1 of quant/quantize.h, the same bytes (quantize_q8_avx2.cpp).
 void quantize_activations_q8_0(const float* x, void* y, int64_t n);
 void quantize_activations_q8_1(const float* x, void* y, int64_t n);
-// quantize_row_q8_K of quant/quantize.h, the same bytes (quantize_q8k_avx2.cpp).
+// quantize_row_q8_K of quant/quantize.h, the same bytes (quantize_q8_avx2.cpp).
 void quantize_row_q8_K(const float* x, void* y, int64_t n);
 // The same followed by the scalar read-back, as scalar::quantize_described_q8_* (built
 // as scalar code in quantize_described.cpp: only the quantizer it calls is AVX2).
