@@ -9,6 +9,7 @@ namespace {
 constexpr float kAverageWeight = 0.3f;   // of the newest verification in the running average
 constexpr float kMinAcceptance = 0.1f;   // below it a request waits before proposing again
 constexpr int32_t kMaxWait = 64;
+constexpr float kIdleDrift = 1.0f / 16.0f;  // of the way back to the prior, per idle step
 
 }  // namespace
 
@@ -44,6 +45,10 @@ void record_draft_outcome(DraftLengthState& state, int32_t proposed, int32_t acc
   const float share = static_cast<float>(accepted) / static_cast<float>(proposed);
   state.acceptance = (1.0f - kAverageWeight) * state.acceptance + kAverageWeight * share;
   if (accepted > 0) state.next_wait = 4;
+}
+
+void record_draft_idle(DraftLengthState& state) {
+  if (state.acceptance < kPriorAcceptance) state.acceptance += kIdleDrift * (kPriorAcceptance - state.acceptance);
 }
 
 namespace {

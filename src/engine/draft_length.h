@@ -12,7 +12,11 @@
 //
 // A request whose estimate falls very low stops proposing, and tries a single proposal
 // again after a wait that doubles each time (so a request that was hard to predict can
-// recover, at little cost).
+// recover, at little cost). An estimate below the prior that no verification refreshes
+// (the request proposes, but its proposals are not worth their rows) drifts back up
+// towards the prior, so that one unlucky early verification does not keep a request from
+// speculating for the rest of its life: where rows are cheap it is soon verified again
+// and measured; where they are dear it still gets none.
 
 #include <cstdint>
 #include <span>
@@ -22,8 +26,11 @@
 
 namespace pagoda::engine {
 
+// The estimate a request starts from, and drifts back to while nothing measures it.
+inline constexpr float kPriorAcceptance = 0.6f;
+
 struct DraftLengthState {
-  float acceptance = 0.6f;  // estimated chance a proposal is kept, in [0, 1]
+  float acceptance = kPriorAcceptance;  // estimated chance a proposal is kept, in [0, 1]
   int32_t wait_steps = 0;   // steps left without proposals
   int32_t next_wait = 4;    // the wait after the next failed probe
 };
@@ -41,6 +48,10 @@ int32_t own_draft_length(const DraftLengthState& state, int32_t max_tokens);
 
 // Records a verification: `accepted` of `proposed` (> 0) proposals were kept.
 void record_draft_outcome(DraftLengthState& state, int32_t proposed, int32_t accepted);
+
+// Records a step in which the request had proposals but none was worth a row: an
+// estimate below the prior moves a step of its way back up.
+void record_draft_idle(DraftLengthState& state);
 
 // One request's claim on the next step.
 struct DraftCandidate {

@@ -100,6 +100,7 @@ void EngineCore::propose_drafts(const SchedulerOutput& plan) {
   limit_unmeasured_catch_ups();
   for (size_t i = 0; i < candidates_.size(); ++i) {
     keep_drafts(*candidate_requests_[i], ngram_.has_value(), candidates_[i].chosen);
+    if (candidates_[i].chosen == 0) record_draft_idle(candidate_requests_[i]->draft_length);
   }
 }
 

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <random>
 #include <string>
 #include <vector>
@@ -100,6 +101,26 @@ TEST(DraftLength, BacksOffWhenProposalsFailAndProbesAfterAWait) {
   EXPECT_EQ(state.wait_steps, 8);
   record_draft_outcome(state, 1, 1);  // a kept proposal resets the waits to come
   EXPECT_EQ(state.next_wait, 4);
+}
+
+TEST(DraftLength, AnEstimateNoVerificationRefreshesDriftsBackToThePrior) {
+  DraftLengthState state;
+  record_draft_outcome(state, 3, 0);  // one unlucky first verification
+  EXPECT_FLOAT_EQ(state.acceptance, 0.42f);
+  for (int i = 0; i < 9; ++i) record_draft_idle(state);
+  EXPECT_LT(state.acceptance, 0.5f);
+  record_draft_idle(state);  // 10 idle steps: 0.6 - 0.18 (15/16)^10
+  EXPECT_NEAR(state.acceptance, 0.6f - 0.18f * std::pow(15.0f / 16.0f, 10.0f), 1e-5f);
+  EXPECT_GT(state.acceptance, 0.5f);
+  for (int i = 0; i < 1000; ++i) record_draft_idle(state);
+  EXPECT_LE(state.acceptance, kPriorAcceptance);
+  EXPECT_GT(state.acceptance, 0.599f);
+  // An estimate above the prior stays where its verifications put it.
+  for (int i = 0; i < 10; ++i) record_draft_outcome(state, 4, 4);
+  const float high = state.acceptance;
+  EXPECT_GT(high, 0.95f);
+  record_draft_idle(state);
+  EXPECT_FLOAT_EQ(state.acceptance, high);
 }
 
 // Passes of every row count measured (twice, so that they are kept) at fixed + per_row
