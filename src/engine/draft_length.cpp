@@ -10,8 +10,23 @@ constexpr float kAverageWeight = 0.3f;   // of the newest verification in the ru
 constexpr float kMinAcceptance = 0.1f;   // below it a request waits before proposing again
 constexpr int32_t kMaxWait = 64;
 constexpr float kIdleDrift = 1.0f / 16.0f;  // of the way back to the prior, per idle step
+// Of the newest verification in the shared average, once there have been 15 (before, the
+// prior counts as one verification and all weigh the same).
+constexpr float kSharedWeight = 1.0f / 16.0f;
 
 }  // namespace
+
+void SharedAcceptance::record(int32_t proposed, int32_t accepted) {
+  if (proposed <= 0) return;
+  const float share = static_cast<float>(accepted) / static_cast<float>(proposed);
+  ++count_;
+  const float weight = std::max(kSharedWeight, 1.0f / static_cast<float>(count_ + 1));
+  estimate_ += weight * (share - estimate_);
+}
+
+void start_from_shared(DraftLengthState& state, const SharedAcceptance& shared) {
+  if (state.verifications == 0) state.acceptance = shared.estimate();
+}
 
 int32_t draft_cap(DraftLengthState& state, int32_t max_tokens, bool* probe) {
   *probe = false;
@@ -44,11 +59,12 @@ void record_draft_outcome(DraftLengthState& state, int32_t proposed, int32_t acc
   if (proposed <= 0) return;
   const float share = static_cast<float>(accepted) / static_cast<float>(proposed);
   state.acceptance = (1.0f - kAverageWeight) * state.acceptance + kAverageWeight * share;
+  ++state.verifications;
   if (accepted > 0) state.next_wait = 4;
 }
 
-void record_draft_idle(DraftLengthState& state) {
-  if (state.acceptance < kPriorAcceptance) state.acceptance += kIdleDrift * (kPriorAcceptance - state.acceptance);
+void record_draft_idle(DraftLengthState& state, float prior) {
+  if (state.acceptance < prior) state.acceptance += kIdleDrift * (prior - state.acceptance);
 }
 
 namespace {

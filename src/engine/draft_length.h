@@ -10,13 +10,16 @@
 // to the most valuable proposals of all requests, while the step's expected tokens per
 // second still rise.
 //
-// A request whose estimate falls very low stops proposing, and tries a single proposal
-// again after a wait that doubles each time (so a request that was hard to predict can
-// recover, at little cost). An estimate below the prior that no verification refreshes
-// (the request proposes, but its proposals are not worth their rows) drifts back up
-// towards the prior, so that one unlucky early verification does not keep a request from
-// speculating for the rest of its life: where rows are cheap it is soon verified again
-// and measured; where they are dear it still gets none.
+// A request's estimate starts from what the engine's verifications of all requests keep
+// (SharedAcceptance): a new request whose proposer has served the others well speculates
+// from its first step, one whose proposer has not waits. A request whose estimate falls
+// very low stops proposing, and tries a single proposal again after a wait that doubles
+// each time (so a request that was hard to predict can recover, at little cost). An
+// estimate below that shared one that no verification refreshes (the request proposes,
+// but its proposals are not worth their rows) drifts back up towards it, so that one
+// unlucky early verification does not keep a request from speculating for the rest of
+// its life: where rows are cheap it is soon verified again and measured; where they are
+// dear it still gets none.
 
 #include <cstdint>
 #include <span>
@@ -26,14 +29,33 @@
 
 namespace pagoda::engine {
 
-// The estimate a request starts from, and drifts back to while nothing measures it.
+// The estimate before any verification has measured one.
 inline constexpr float kPriorAcceptance = 0.6f;
 
 struct DraftLengthState {
   float acceptance = kPriorAcceptance;  // estimated chance a proposal is kept, in [0, 1]
-  int32_t wait_steps = 0;   // steps left without proposals
-  int32_t next_wait = 4;    // the wait after the next failed probe
+  int32_t wait_steps = 0;     // steps left without proposals
+  int32_t next_wait = 4;      // the wait after the next failed probe
+  int32_t verifications = 0;  // of the request's own proposals so far
 };
+
+// The chance a proposal is kept, over the recent verifications of all requests: a running
+// average (each verification weighing the same, whatever its length), kPriorAcceptance
+// until the first.
+class SharedAcceptance {
+ public:
+  void record(int32_t proposed, int32_t accepted);
+  float estimate() const { return estimate_; }
+
+ private:
+  float estimate_ = kPriorAcceptance;
+  int64_t count_ = 0;
+};
+
+// Where a request's own estimate starts and drifts back to: `shared` until its first
+// verification (a request whose output must depend on its seed alone, see
+// own_draft_length, keeps kPriorAcceptance instead).
+void start_from_shared(DraftLengthState& state, const SharedAcceptance& shared);
 
 // The most proposals the request may verify next step: 0 while it waits, 1 when a wait
 // ends (a probe: *probe set), else max_tokens; starts a wait when its estimate has
@@ -50,8 +72,8 @@ int32_t own_draft_length(const DraftLengthState& state, int32_t max_tokens);
 void record_draft_outcome(DraftLengthState& state, int32_t proposed, int32_t accepted);
 
 // Records a step in which the request had proposals but none was worth a row: an
-// estimate below the prior moves a step of its way back up.
-void record_draft_idle(DraftLengthState& state);
+// estimate below `prior` (the shared estimate) moves a step of its way back up.
+void record_draft_idle(DraftLengthState& state, float prior);
 
 // One request's claim on the next step.
 struct DraftCandidate {

@@ -159,6 +159,7 @@ class EngineCore {
   std::optional<NgramProposer> ngram_;  // set when speculating by prompt lookup
   std::unique_ptr<DraftProposer> draft_;  // set when speculating with a draft model
   StepCostModel step_cost_;               // the target's forward seconds by rows, measured
+  SharedAcceptance shared_acceptance_;     // what all requests' verifications keep
   std::vector<DraftCandidate> candidates_;   // propose_drafts' scratch
   std::vector<Request*> candidate_requests_;  // [candidates_]
   std::vector<DraftGain> draft_gains_;

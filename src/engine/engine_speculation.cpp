@@ -68,6 +68,10 @@ void EngineCore::propose_drafts(const SchedulerOutput& plan) {
     const int32_t remaining = std::min(config_.scheduler.max_model_len - 1 - request->num_tokens(),
                                        request->stop.max_tokens - request->n_generated() - 1);
     const int32_t room = std::min(max_drafts, remaining);
+    // A seeded request with drawn proposals keeps to its own history (see
+    // own_draft_length): its output then depends on its seed alone.
+    const bool own = draft_ && !request->sampling.greedy() && request->sampling.seed.has_value();
+    if (!own) start_from_shared(request->draft_length, shared_acceptance_);
     bool probe = false;
     int32_t available = adaptive ? draft_cap(request->draft_length, room, &probe) : room;
     if (available <= 0) continue;
@@ -76,9 +80,6 @@ void EngineCore::propose_drafts(const SchedulerOutput& plan) {
       available = static_cast<int32_t>(request->draft_tokens.size());
       if (available == 0) continue;
     }
-    // A seeded request with drawn proposals keeps to its own history (see
-    // own_draft_length): its output then depends on its seed alone.
-    const bool own = draft_ && !request->sampling.greedy() && request->sampling.seed.has_value();
     if (!adaptive || own) {
       keep_drafts(*request, ngram_.has_value(),
                   !adaptive || probe ? available : own_draft_length(request->draft_length, available));
@@ -100,7 +101,7 @@ void EngineCore::propose_drafts(const SchedulerOutput& plan) {
   limit_unmeasured_catch_ups();
   for (size_t i = 0; i < candidates_.size(); ++i) {
     keep_drafts(*candidate_requests_[i], ngram_.has_value(), candidates_[i].chosen);
-    if (candidates_[i].chosen == 0) record_draft_idle(candidate_requests_[i]->draft_length);
+    if (candidates_[i].chosen == 0) record_draft_idle(candidate_requests_[i]->draft_length, shared_acceptance_.estimate());
   }
 }
 

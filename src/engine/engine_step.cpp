@@ -172,6 +172,7 @@ void EngineCore::process_logits(const SchedulerOutput& plan, const StepLogits& l
     if (!s.drafts.empty()) {
       const auto n_drafts = static_cast<int32_t>(s.drafts.size());
       record_draft_outcome(s.request->draft_length, n_drafts, n_kept);
+      shared_acceptance_.record(n_drafts, n_kept);
       s.request->n_proposed_tokens += n_drafts;
       s.request->n_accepted_tokens += n_kept;
     }

@@ -107,20 +107,61 @@ TEST(DraftLength, AnEstimateNoVerificationRefreshesDriftsBackToThePrior) {
   DraftLengthState state;
   record_draft_outcome(state, 3, 0);  // one unlucky first verification
   EXPECT_FLOAT_EQ(state.acceptance, 0.42f);
-  for (int i = 0; i < 9; ++i) record_draft_idle(state);
+  for (int i = 0; i < 9; ++i) record_draft_idle(state, kPriorAcceptance);
   EXPECT_LT(state.acceptance, 0.5f);
-  record_draft_idle(state);  // 10 idle steps: 0.6 - 0.18 (15/16)^10
+  record_draft_idle(state, kPriorAcceptance);  // 10 idle steps: 0.6 - 0.18 (15/16)^10
   EXPECT_NEAR(state.acceptance, 0.6f - 0.18f * std::pow(15.0f / 16.0f, 10.0f), 1e-5f);
   EXPECT_GT(state.acceptance, 0.5f);
-  for (int i = 0; i < 1000; ++i) record_draft_idle(state);
+  for (int i = 0; i < 1000; ++i) record_draft_idle(state, kPriorAcceptance);
   EXPECT_LE(state.acceptance, kPriorAcceptance);
   EXPECT_GT(state.acceptance, 0.599f);
   // An estimate above the prior stays where its verifications put it.
   for (int i = 0; i < 10; ++i) record_draft_outcome(state, 4, 4);
   const float high = state.acceptance;
   EXPECT_GT(high, 0.95f);
-  record_draft_idle(state);
+  record_draft_idle(state, kPriorAcceptance);
   EXPECT_FLOAT_EQ(state.acceptance, high);
+}
+
+TEST(DraftLength, ANewRequestStartsFromWhatTheOthersKept) {
+  SharedAcceptance shared;
+  EXPECT_FLOAT_EQ(shared.estimate(), kPriorAcceptance);  // nothing verified yet
+  shared.record(4, 4);  // the prior counts as one verification: (0.6 + 1) / 2
+  EXPECT_FLOAT_EQ(shared.estimate(), 0.8f);
+  shared.record(0, 0);  // no proposal: nothing to learn
+  EXPECT_FLOAT_EQ(shared.estimate(), 0.8f);
+  shared.record(4, 1);  // (0.6 + 1 + 0.25) / 3
+  EXPECT_NEAR(shared.estimate(), 1.85f / 3.0f, 1e-6f);
+  for (int i = 0; i < 200; ++i) shared.record(4, 4);
+  EXPECT_GT(shared.estimate(), 0.999f);
+  // Later verifications weigh a sixteenth each, however many came before.
+  shared.record(4, 0);
+  EXPECT_NEAR(shared.estimate(), 0.9375f, 1e-3f);
+
+  DraftLengthState fresh;
+  start_from_shared(fresh, shared);
+  EXPECT_FLOAT_EQ(fresh.acceptance, shared.estimate());
+  // Once its own proposals are verified, a request keeps to its own estimate...
+  record_draft_outcome(fresh, 2, 0);
+  EXPECT_EQ(fresh.verifications, 1);
+  const float own = fresh.acceptance;
+  EXPECT_FLOAT_EQ(own, 0.7f * shared.estimate());
+  for (int i = 0; i < 20; ++i) shared.record(4, 4);
+  start_from_shared(fresh, shared);
+  EXPECT_FLOAT_EQ(fresh.acceptance, own);
+  // ...which, while nothing verifies it, drifts towards the shared one.
+  record_draft_idle(fresh, shared.estimate());
+  EXPECT_NEAR(fresh.acceptance, own + (shared.estimate() - own) / 16.0f, 1e-6f);
+
+  // Proposals the others never keep: a new request waits before its first.
+  SharedAcceptance useless;
+  for (int i = 0; i < 100; ++i) useless.record(3, 0);
+  DraftLengthState next;
+  start_from_shared(next, useless);
+  bool probe = true;
+  EXPECT_EQ(draft_cap(next, 3, &probe), 0);
+  EXPECT_FALSE(probe);
+  EXPECT_EQ(next.wait_steps, 4);
 }
 
 // Passes of every row count measured (twice, so that they are kept) at fixed + per_row
