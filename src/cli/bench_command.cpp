@@ -4,8 +4,12 @@
 // into an empty cache; tgN generates N tokens one at a time from an empty cache; with
 // -d D (pp512 @ d4096) the cache first holds D tokens. Each test runs once to warm up,
 // then r times; the result is the mean and standard deviation of the r speeds.
-// After tgN tests it measures the device's memory bandwidth and says what share of it
-// decoding reached (the weight bytes a step reads times tokens per second): the roofline.
+// Around the timed runs of a tgN test it measures the device's memory bandwidth (before
+// the first and after each) and says what share of it decoding reached (the weight bytes
+// a step reads times tokens per second): the roofline. Measured around the runs, not
+// once, because on a machine shared with other tenants what the memory gives changes
+// from one second to the next: a single probe taken apart from the runs judges them by
+// a moment they did not see.
 // With --concurrency N it runs the serving benchmark of bench_concurrency.h instead.
 #include <algorithm>
 #include <chrono>
@@ -91,24 +95,50 @@ Status fill_depth(BenchContext& ctx, const std::vector<int32_t>& depth) {
   return ctx.session->generate(std::move(request), nullptr).status();
 }
 
-// Seconds of each of `repetitions` runs of a test, after one warm-up run. On a backend
-// that profiles its ops (--profile), prints where the timed runs' time went, per token
-// (stderr).
-Expected<std::vector<double>> time_test(BenchContext& ctx, const BenchTest& test, int repetitions) {
-  std::vector<double> seconds;
+// What a test's timed runs measured.
+struct TestTimes {
+  std::vector<double> seconds;  // [repetitions]
+  // For a tgN test without a depth on a device that measures its memory bandwidth: the
+  // probes before the first timed run and after each ([repetitions + 1], bytes per
+  // second) and how they measure; else empty.
+  std::vector<double> bandwidths;
+  std::string bandwidth_method;
+};
+
+// Runs a test once to warm up, then `repetitions` times, probing the memory bandwidth
+// around the timed runs where the roofline needs it. On a backend that profiles its ops
+// (--profile), prints where the timed runs' time went, per token (stderr).
+Expected<TestTimes> time_test(BenchContext& ctx, const BenchTest& test, int repetitions) {
+  TestTimes times;
   backend::Backend& backend = *ctx.loaded.backend;
+  bool probe = test.n_gen > 0 && test.n_depth == 0;  // the roofline counts weights only
+  auto probe_bandwidth = [&] {
+    if (!probe) return;
+    const std::optional<backend::Backend::MemoryBandwidth> bandwidth = backend.measure_memory_bandwidth();
+    probe = bandwidth.has_value();
+    if (!probe) {
+      times.bandwidths.clear();  // a device that cannot measure it, or failed to: no roofline
+      return;
+    }
+    times.bandwidths.push_back(bandwidth->bytes_per_second);
+    times.bandwidth_method = bandwidth->method;
+  };
   std::vector<int32_t> depth(static_cast<size_t>(test.n_depth));
   for (int32_t& token : depth) token = random_token(ctx);
   for (int run = -1; run < repetitions; ++run) {
     PAGODA_TRY(fill_depth(ctx, depth));
-    if (run == 0) backend.reset_op_times();
+    if (run == 0) {
+      probe_bandwidth();
+      backend.reset_op_times();
+    }
     engine::EngineRequest request = bench_request(ctx, test, depth);
     const auto start = std::chrono::steady_clock::now();
     PAGODA_TRY(ctx.session->generate(std::move(request), nullptr).status());
-    if (run >= 0)
-      seconds.push_back(
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    if (run < 0) continue;
+    times.seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    probe_bandwidth();
   }
+  const std::vector<double>& seconds = times.seconds;
   const std::vector<backend::OpTime> ops = backend.op_times();
   if (!ops.empty()) {
     double wall = 0.0;
@@ -117,7 +147,7 @@ Expected<std::vector<double>> time_test(BenchContext& ctx, const BenchTest& test
     std::fprintf(stderr, "%s: time per token, %d runs:\n%s", test.name().c_str(), repetitions,
                  format_op_profile(ops, tokens, wall).c_str());
   }
-  return seconds;
+  return times;
 }
 
 // Bytes of weights one decoding step reads: every tensor but the token embedding, of
@@ -131,22 +161,27 @@ uint64_t decode_weight_bytes(const gguf::Reader& file) {
   return bytes;
 }
 
-// On a device that can measure its memory bandwidth: how close decoding comes to it,
-// to stderr and into the report. tg_speeds: tokens per second of each tgN test.
-void report_bandwidth_share(backend::Backend& backend, const gguf::Reader& file,
-                            const std::vector<std::pair<BenchTest, double>>& tg_speeds,
-                            BenchReport& report) {
-  const std::optional<backend::Backend::MemoryBandwidth> bandwidth = backend.measure_memory_bandwidth();
-  if (!bandwidth) return;
+// How close a tgN test's decoding came to the memory bandwidth probed around its runs
+// (times.bandwidths, not empty), to stderr and into the report. The bandwidth it is
+// judged by is each run's, the mean of the probes before and after it, averaged over the
+// runs. speed: its tokens per second.
+void report_bandwidth_share(const gguf::Reader& file, const BenchTest& test, double speed,
+                            const TestTimes& times, BenchReport& report) {
+  const std::vector<double>& probes = times.bandwidths;
+  double bandwidth = 0.0;
+  for (size_t run = 0; run + 1 < probes.size(); ++run) bandwidth += (probes[run] + probes[run + 1]) / 2.0;
+  bandwidth /= static_cast<double>(probes.size() - 1);
   const uint64_t bytes = decode_weight_bytes(file);
-  report.set_roofline({bandwidth->bytes_per_second, bandwidth->method, bytes});
-  std::fprintf(stderr, "memory bandwidth: %.1f GB/s (%s); a decoding step reads %.1f MB of weights\n",
-               bandwidth->bytes_per_second / 1e9, bandwidth->method.c_str(), static_cast<double>(bytes) / 1e6);
-  for (const auto& [test, speed] : tg_speeds) {
-    const double achieved = speed * static_cast<double>(bytes);
-    std::fprintf(stderr, "%s: %.1f tokens/s = %.1f GB/s of weights, %.0f%% of the bandwidth\n", test.name().c_str(),
-                 speed, achieved / 1e9, 100.0 * achieved / bandwidth->bytes_per_second);
-  }
+  report.set_roofline(test.n_gen, {bandwidth, times.bandwidth_method, bytes, probes});
+  const auto [low, high] = std::minmax_element(probes.begin(), probes.end());
+  const double achieved = speed * static_cast<double>(bytes);
+  std::fprintf(stderr,
+               "%s: memory bandwidth around the runs %.1f GB/s (%zu probes, %.1f-%.1f GB/s; %s); a decoding "
+               "step reads %.1f MB of weights\n"
+               "%s: %.1f tokens/s = %.1f GB/s of weights, %.0f%% of the bandwidth\n",
+               test.name().c_str(), bandwidth / 1e9, probes.size(), *low / 1e9, *high / 1e9,
+               times.bandwidth_method.c_str(), static_cast<double>(bytes) / 1e6, test.name().c_str(), speed,
+               achieved / 1e9, 100.0 * achieved / bandwidth);
 }
 
 // The layers' weight matrices (what a prompt multiplies by; the output head takes only
@@ -221,18 +256,21 @@ Status bench(BenchArgs args) {
       summarize_model(*ctx.loaded.file, ctx.loaded.model->config(), args.model_path);
   const int threads = args.backend.cpu.n_threads > 0 ? args.backend.cpu.n_threads : physical_core_count();
   BenchReport report(model, ctx.loaded.backend->name(), threads, args.json);
-  std::vector<std::pair<BenchTest, double>> tg_speeds, pp_speeds;
+  std::vector<std::pair<BenchTest, double>> pp_speeds;
   for (const BenchTest& test : tests) {
-    PAGODA_ASSIGN_OR_RETURN(const std::vector<double> seconds,
-                            time_test(ctx, test, args.repetitions));
-    report.add(test, seconds);
+    PAGODA_ASSIGN_OR_RETURN(const TestTimes times, time_test(ctx, test, args.repetitions));
+    report.add(test, times.seconds);
     if (test.n_depth > 0) continue;  // the roofline and the GEMM bound count weights only
     double total = 0.0;
-    for (const double s : seconds) total += s;
+    for (const double s : times.seconds) total += s;
     const int tokens = test.n_gen > 0 ? test.n_gen : test.n_prompt;
-    (test.n_gen > 0 ? tg_speeds : pp_speeds).emplace_back(test, tokens * static_cast<double>(seconds.size()) / total);
+    const double speed = tokens * static_cast<double>(times.seconds.size()) / total;
+    if (test.n_gen == 0) {
+      pp_speeds.emplace_back(test, speed);
+    } else if (!times.bandwidths.empty()) {
+      report_bandwidth_share(*ctx.loaded.file, test, speed, times, report);
+    }
   }
-  if (!tg_speeds.empty()) report_bandwidth_share(*ctx.loaded.backend, *ctx.loaded.file, tg_speeds, report);
   if (!pp_speeds.empty()) report_gemm_share(*ctx.loaded.backend, *ctx.loaded.file, pp_speeds, report);
   const std::string steps = ctx.loaded.backend->step_summary();
   if (!steps.empty()) std::fprintf(stderr, "%s\n", steps.c_str());

@@ -199,17 +199,20 @@ void BenchReport::add(const BenchTest& test, const std::vector<double>& seconds)
 }
 
 void BenchReport::finish() {
-  if (json_ && roofline_) {
-    for (auto& result : results_) {
-      if (result["n_gen"].get<int>() == 0 || result["n_depth"].get<int>() > 0) continue;
-      const double gbs = result["avg_ts"].get<double>() *
-                         static_cast<double>(roofline_->weight_bytes_per_token) / 1e9;
-      result["bandwidth_gbs"] = roofline_->bandwidth / 1e9;
-      result["bandwidth_method"] = roofline_->method;
-      result["weight_bytes_per_token"] = roofline_->weight_bytes_per_token;
-      result["weight_gbs"] = gbs;
-      result["bandwidth_share"] = gbs * 1e9 / roofline_->bandwidth;
-    }
+  for (auto& result : results_) {
+    if (result["n_gen"].get<int>() == 0 || result["n_depth"].get<int>() > 0) continue;
+    const auto found = rooflines_.find(result["n_gen"].get<int>());
+    if (found == rooflines_.end()) continue;
+    const Roofline& roofline = found->second;
+    const double gbs = result["avg_ts"].get<double>() * static_cast<double>(roofline.weight_bytes_per_token) / 1e9;
+    result["bandwidth_gbs"] = roofline.bandwidth / 1e9;
+    nlohmann::ordered_json probes = nlohmann::ordered_json::array();
+    for (const double probe : roofline.probes) probes.push_back(probe / 1e9);
+    result["bandwidth_probes_gbs"] = std::move(probes);
+    result["bandwidth_method"] = roofline.method;
+    result["weight_bytes_per_token"] = roofline.weight_bytes_per_token;
+    result["weight_gbs"] = gbs;
+    result["bandwidth_share"] = gbs * 1e9 / roofline.bandwidth;
   }
   for (auto& result : results_) {
     if (result["n_gen"].get<int>() != 0 || result["n_depth"].get<int>() > 0) continue;

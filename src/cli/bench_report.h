@@ -35,12 +35,14 @@ struct ModelSummary {
 ModelSummary summarize_model(const gguf::Reader& file, const model::ModelConfig& config,
                              const std::string& path);
 
-// The memory bandwidth decoding is measured against (Backend::measure_memory_bandwidth)
-// and the weight bytes one decoding step reads.
+// The memory bandwidth a tgN test's decoding is measured against
+// (Backend::measure_memory_bandwidth, probed around its runs) and the weight bytes one
+// decoding step reads.
 struct Roofline {
-  double bandwidth = 0.0;  // bytes per second
+  double bandwidth = 0.0;  // bytes per second: each run's (its probes' mean), averaged
   std::string method;      // how the bandwidth was measured
   uint64_t weight_bytes_per_token = 0;
+  std::vector<double> probes;  // bytes per second, before the first run and after each
 };
 
 class BenchReport {
@@ -48,10 +50,10 @@ class BenchReport {
   BenchReport(ModelSummary model, std::string backend_description, int n_threads, bool json);
   // Records (and, for the table, prints) one test's timed runs.
   void add(const BenchTest& test, const std::vector<double>& seconds);
-  // JSON: each tgN object without a depth (the roofline counts weights only) gains the
-  // roofline's figures (bandwidth_gbs, bandwidth_method, weight_bytes_per_token,
-  // weight_gbs, bandwidth_share).
-  void set_roofline(Roofline roofline) { roofline_ = std::move(roofline); }
+  // JSON: the tgN object of n_gen without a depth (the roofline counts weights only)
+  // gains the roofline's figures (bandwidth_gbs, bandwidth_probes_gbs, bandwidth_method,
+  // weight_bytes_per_token, weight_gbs, bandwidth_share).
+  void set_roofline(int n_gen, Roofline roofline) { rooflines_[n_gen] = std::move(roofline); }
   // JSON: the ppN object of n_prompt without a depth gains gemm_bound_ts (the tokens per
   // second the device's own GEMMs of the model's layer shapes allow,
   // Backend::measure_gemm_seconds) and gemm_bound_share.
@@ -64,7 +66,7 @@ class BenchReport {
   std::string backend_description_;
   int n_threads_;
   bool json_;
-  std::optional<Roofline> roofline_;
+  std::map<int, Roofline> rooflines_;  // by generation length
   std::map<int, double> gemm_bounds_;  // by prompt size
   nlohmann::ordered_json results_ = nlohmann::ordered_json::array();  // llama-bench's field order
 };

@@ -100,6 +100,13 @@ def test_generation_reports_its_roofline_and_profile():
     check_equal(tg["weight_bytes_per_token"], tg["model_size"], "weight bytes per token")
     gbs = tg["avg_ts"] * tg["weight_bytes_per_token"] / 1e9
     check(abs(tg["weight_gbs"] - gbs) <= 1e-9 * gbs, f"weight GB/s {tg['weight_gbs']} != {gbs}")
+    # The bandwidth is probed before the timed run and after it (-r 1): the run is judged
+    # by the mean of the two.
+    probes = tg["bandwidth_probes_gbs"]
+    check_equal(len(probes), 2, f"bandwidth probes {probes}")
+    check(all(p > 0 for p in probes), f"bandwidth probes {probes}")
+    mean = (probes[0] + probes[1]) / 2
+    check(abs(tg["bandwidth_gbs"] - mean) <= 1e-9 * mean, f"bandwidth {tg['bandwidth_gbs']} != {mean}")
     share = tg["weight_gbs"] / tg["bandwidth_gbs"]
     check(abs(tg["bandwidth_share"] - share) <= 1e-9 * share, f"share {tg['bandwidth_share']}")
     check_equal(tg["bandwidth_method"], BANDWIDTH_METHODS[backend], "bandwidth method")
