@@ -10,6 +10,13 @@ constexpr float kAverageWeight = 0.3f;   // of the newest verification in the ru
 constexpr float kMinAcceptance = 0.1f;   // below it a request waits before proposing again
 constexpr int32_t kMaxWait = 64;
 constexpr float kIdleDrift = 1.0f / 16.0f;  // of the way back to the prior, per idle step
+// How much more than its predicted cost a proposal must be expected to bring. The step
+// cost model counts a step's rows alike, but rows with logits (every proposal's) cost
+// more than the prompt rows beside them in the measured steps, and its averages lean to
+// the faster passes: where rows are dear it predicts them cheaper than they are, and
+// proposals it judged just worth their rows slowed batches of 16 requests down. Where
+// rows are nearly free (decoding bound by the memory) the margin changes nothing.
+constexpr double kWorthMargin = 0.25;
 // Of the newest verification in the shared average, once there have been 15 (before, the
 // prior counts as one verification and all weigh the same).
 constexpr float kSharedWeight = 1.0f / 16.0f;
@@ -87,8 +94,9 @@ Allocation allocate(std::span<DraftCandidate> candidates, std::span<const DraftG
     DraftCandidate& c = candidates[static_cast<size_t>(g.candidate)];
     if (g.k > max_k || g.k != c.chosen + 1) continue;  // an earlier proposal of it was not worth a row
     const double more_seconds = cost.predict(rows + 1) + draft_seconds + fixed + (g.k == 1 ? c.fixed_seconds : 0.0);
+    // Worth it when the step's tokens per second rise, by the margin: gain > cost x rate.
     const bool worth = g.probe || step.seconds <= 0.0 || more_seconds <= 0.0 ||  // nothing measured yet
-                       (step.tokens + g.gain) / more_seconds > step.rate();
+                       g.gain > (1.0 + kWorthMargin) * (more_seconds - step.seconds) * step.rate();
     if (!worth) continue;
     c.chosen = g.k;
     if (g.k == 1) fixed += c.fixed_seconds;

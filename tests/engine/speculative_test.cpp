@@ -207,6 +207,11 @@ TEST(DraftLength, GivesRowsToTheProposalsWorthTheirCost) {
   // (5.46 in 25); at 20 ms a pass, none pays.
   EXPECT_EQ(chosen_lengths(three, 3, mixed, 0.004), (std::vector<int32_t>{1, 1, 0}));
   EXPECT_EQ(chosen_lengths(three, 3, mixed, 0.020), (std::vector<int32_t>{0, 0, 0}));
+  // A proposal must bring a quarter more than its row costs: with 3 rows in 13 ms (0.23
+  // tokens a ms), a row of 1 ms needs a chance above 0.29, so 0.25 (worth it without
+  // the margin) is not taken, 0.3 is.
+  EXPECT_EQ(chosen_lengths({{.acceptance = 0.25f, .max_tokens = 1}}, 3, mixed), (std::vector<int32_t>{0}));
+  EXPECT_EQ(chosen_lengths({{.acceptance = 0.3f, .max_tokens = 1}}, 3, mixed), (std::vector<int32_t>{1}));
   // A probe is verified whatever it costs.
   EXPECT_EQ(chosen_lengths({{.acceptance = 0.05f, .max_tokens = 1, .probe = true}}, 3, linear),
             (std::vector<int32_t>{1}));
