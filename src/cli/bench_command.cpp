@@ -111,15 +111,11 @@ struct TestTimes {
 Expected<TestTimes> time_test(BenchContext& ctx, const BenchTest& test, int repetitions) {
   TestTimes times;
   backend::Backend& backend = *ctx.loaded.backend;
-  bool probe = test.n_gen > 0 && test.n_depth == 0;  // the roofline counts weights only
+  const bool probe = test.n_gen > 0 && test.n_depth == 0;  // the roofline counts weights only
   auto probe_bandwidth = [&] {
     if (!probe) return;
     const std::optional<backend::Backend::MemoryBandwidth> bandwidth = backend.measure_memory_bandwidth();
-    probe = bandwidth.has_value();
-    if (!probe) {
-      times.bandwidths.clear();  // a device that cannot measure it, or failed to: no roofline
-      return;
-    }
+    if (!bandwidth) return;
     times.bandwidths.push_back(bandwidth->bytes_per_second);
     times.bandwidth_method = bandwidth->method;
   };
@@ -138,6 +134,8 @@ Expected<TestTimes> time_test(BenchContext& ctx, const BenchTest& test, int repe
     times.seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     probe_bandwidth();
   }
+  // A device that cannot measure its bandwidth, or failed to once: no roofline.
+  if (times.bandwidths.size() != times.seconds.size() + 1) times.bandwidths.clear();
   const std::vector<double>& seconds = times.seconds;
   const std::vector<backend::OpTime> ops = backend.op_times();
   if (!ops.empty()) {
