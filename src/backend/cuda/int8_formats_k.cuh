@@ -221,4 +221,24 @@ struct IQ4_XS : FormatK, ScaledValue {
   }
 };
 
+// Calls fn(F{}) with the integer format of `type`; false where it has none.
+template <typename Fn>
+inline bool visit_int8_format(DType type, Fn&& fn) {
+    switch (type) {
+    case DType::Q8_0: fn(Q8_0{}); return true;
+    case DType::Q4_0: fn(Q4_0{}); return true;
+    case DType::Q4_1: fn(Q4_1{}); return true;
+    case DType::Q5_0: fn(Q5_0{}); return true;
+    case DType::Q5_1: fn(Q5_1{}); return true;
+    case DType::IQ4_NL: fn(IQ4_NL{}); return true;
+    case DType::Q2_K: fn(Q2_K{}); return true;
+    case DType::Q3_K: fn(Q3_K{}); return true;
+    case DType::Q4_K: fn(Q4_K{}); return true;
+    case DType::Q5_K: fn(Q5_K{}); return true;
+    case DType::Q6_K: fn(Q6_K{}); return true;
+    case DType::IQ4_XS: fn(IQ4_XS{}); return true;
+    default: return false;
+  }
+}
+
 }  // namespace pagoda::backend::cuda::int8_formats

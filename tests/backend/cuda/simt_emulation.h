@@ -4,15 +4,19 @@
 // (ucontext) on the calling thread, switched at the points where CUDA threads wait for
 // one another: __syncthreads is a barrier of the block, shuffles and ballots exchange
 // through a barrier of the warp. __shared__ variables become static (one block runs at a
-// time); the f32 intrinsics round as IEEE operations do (volatile keeps the compiler from
-// fusing them). Include it before any kernel header: it takes over the qualifiers
-// cuda_runtime.h defines for host compilers.
+// time), a kernel's dynamic shared memory (PAGODA_DYNAMIC_SHARED) the block's buffer of
+// the bytes run_block is given; the f32 intrinsics round as IEEE operations do (volatile
+// keeps the compiler from fusing them), the integer ones (dp4a, byte permutes, funnel
+// shifts, bytewise subtraction) compute what the CUDA documentation says they do.
+// Include it before any kernel header: it takes over the qualifiers cuda_runtime.h
+// defines for host compilers.
 //
 // What it cannot show: timing, memory ordering beyond what the barriers give, and
 // interleavings between barriers (a fiber runs alone until it waits). A block whose
 // threads wait at barriers that never fill (divergence at a __syncthreads) aborts with a
 // message instead of hanging.
 
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <ucontext.h>
 
@@ -47,6 +51,7 @@ struct Index {
 };
 inline Index thread_index;  // the running fiber's
 inline Index block_index;
+inline Index block_dim;  // blockDim below: a variable, not a macro (cudaLaunchConfig_t has a member of that name)
 
 struct Barrier {
   int arrived = 0;
@@ -65,6 +70,7 @@ struct Block {
   std::vector<Barrier> warps;
   std::vector<std::array<uint64_t, 32>> slots;
   std::vector<int> votes;  // [threads]
+  std::vector<uint4> dynamic_shared;  // the launch's dynamic shared memory, 16-byte aligned
   uint64_t progress = 0;   // arrivals and ends, to see a block that cannot go on
 };
 inline Block* block = nullptr;
@@ -97,12 +103,14 @@ inline void fiber_entry() {
   ++block->progress;
 }  // then uc_link: back to the scheduler
 
-// Runs body() as one block of `threads` threads (a multiple of 32), block index `index`.
-inline void run_block(int threads, unsigned index, std::function<void()> body) {
+// Runs body() as one block of `threads` threads (a multiple of 32), block index `index`,
+// with `shared_bytes` of dynamic shared memory.
+inline void run_block(int threads, unsigned index, std::function<void()> body, size_t shared_bytes = 0) {
   constexpr size_t kStackBytes = size_t{64} << 10;
   Block b;
   b.body = std::move(body);
   b.threads = threads;
+  b.dynamic_shared.resize((shared_bytes + sizeof(uint4) - 1) / sizeof(uint4));
   b.contexts.resize(static_cast<size_t>(threads));
   b.done.assign(static_cast<size_t>(threads), false);
   b.warps.resize(static_cast<size_t>(threads / 32));
@@ -110,6 +118,7 @@ inline void run_block(int threads, unsigned index, std::function<void()> body) {
   b.votes.assign(static_cast<size_t>(threads), 0);
   block = &b;
   block_index.x = index;
+  block_dim.x = static_cast<unsigned>(threads);
   std::vector<std::vector<std::byte>>& stack = stacks();
   if (stack.size() < static_cast<size_t>(threads)) stack.resize(static_cast<size_t>(threads));
   for (int t = 0; t < threads; ++t) {
@@ -159,6 +168,8 @@ T warp_exchange(T v, int source_lane) {
 
 #define threadIdx ::pagoda::simt::thread_index
 #define blockIdx ::pagoda::simt::block_index
+inline const pagoda::simt::Index& blockDim = pagoda::simt::block_dim;
+#define PAGODA_DYNAMIC_SHARED(type, name) type* name = reinterpret_cast<type*>(::pagoda::simt::block->dynamic_shared.data())
 
 inline void __syncthreads() { pagoda::simt::wait_at(pagoda::simt::block->all, pagoda::simt::block->threads); }
 inline int __syncthreads_or(int predicate) {
@@ -225,6 +236,36 @@ inline float __fdiv_rn(float a, float b) {
   return r;
 }
 inline float __fmaf_rn(float a, float b, float c) { return std::fma(a, b, c); }
+inline int __float2int_rn(float f) { return static_cast<int>(std::nearbyint(f)); }  // the default mode: half to even
+inline int __float_as_int(float f) { return std::bit_cast<int>(f); }
+
+// Read-only loads: plain loads here.
+template <typename T>
+T __ldg(const T* p) {
+  return *p;
+}
+// The four signed bytes of a times those of b, added to c.
+inline int __dp4a(int a, int b, int c) {
+  for (int i = 0; i < 4; ++i) c += static_cast<int8_t>(a >> (8 * i)) * static_cast<int8_t>(b >> (8 * i));
+  return c;
+}
+// Byte n of the result: byte (s >> 4 n) & 7 of the eight bytes y:x (x's are 0..3).
+inline unsigned __byte_perm(unsigned x, unsigned y, unsigned s) {
+  const uint64_t bytes = (static_cast<uint64_t>(y) << 32) | x;
+  unsigned out = 0;
+  for (int n = 0; n < 4; ++n) out |= static_cast<unsigned>((bytes >> (8 * ((s >> (4 * n)) & 7))) & 0xFFu) << (8 * n);
+  return out;
+}
+// The low 32 bits of hi:lo shifted right by shift & 31.
+inline unsigned __funnelshift_r(unsigned lo, unsigned hi, unsigned shift) {
+  return static_cast<unsigned>(((static_cast<uint64_t>(hi) << 32) | lo) >> (shift & 31));
+}
+// Bytewise a - b, each byte modulo 256.
+inline unsigned __vsub4(unsigned a, unsigned b) {
+  unsigned out = 0;
+  for (int n = 0; n < 4; ++n) out |= (((a >> (8 * n)) - (b >> (8 * n))) & 0xFFu) << (8 * n);
+  return out;
+}
 inline float __uint_as_float(unsigned u) { return std::bit_cast<float>(u); }
 inline unsigned __float_as_uint(float f) { return std::bit_cast<unsigned>(f); }
 inline int64_t min(int64_t a, int64_t b) { return a < b ? a : b; }
