@@ -13,6 +13,9 @@
 #include "backend/cuda/quantize_q8.cuh"
 
 namespace pagoda::backend::cuda::activation_kernels {
+// Internal linkage: the kernels' host stubs (nvcc) and their emulation (tests) must not
+// share names in one binary.
+namespace {
 
 constexpr int kThreads = 128;  // a block
 
@@ -25,9 +28,7 @@ struct Args {
   int64_t n_blocks;        // blocks_per_row * n_tokens
 };
 
-// static: this header is the source of one translation unit a binary (its launcher, or
-// an emulation test).
-static __global__ void __launch_bounds__(kThreads) quantize_q8k_kernel(Args a) {
+__global__ void __launch_bounds__(kThreads) quantize_q8k_kernel(Args a) {
   allow_next_kernel();  // the matmul after it may start streaming its weights
   // No thread leaves early: the four threads of a block reduce with whole-warp shuffles.
   const int64_t thread = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
@@ -72,4 +73,5 @@ __global__ void __launch_bounds__(kThreads) quantize_q8_32_kernel(Args a) {
   if constexpr (kQ8_1) a.out.s[block] = b.s;
 }
 
+}  // namespace
 }  // namespace pagoda::backend::cuda::activation_kernels

@@ -15,6 +15,9 @@
 #include "backend/cuda/quantize_q8.cuh"
 
 namespace pagoda::backend::cuda::weights::int8_kernel {
+// Internal linkage: the kernels' host stubs (nvcc) and their emulation (tests) must not
+// share names in one binary.
+namespace {
 
 using int8_formats::kPartWords;
 using int8_formats::Part;
@@ -218,4 +221,5 @@ inline LaunchShape launch_shape(const IntArgs& a) {
   return shape;
 }
 
+}  // namespace
 }  // namespace pagoda::backend::cuda::weights::int8_kernel

@@ -7,20 +7,18 @@
 // cases of CudaIntegerProducts (matmul_int8_test.cpp), on smaller shapes: they check the
 // kernels' logic, launch shapes included, where CI has no GPU; where a GPU is, that test
 // runs the kernels themselves and this one skips.
-#include "simt_emulation.h"  // first: it takes over the CUDA qualifiers
-
-#include "backend/cuda/activations_q8_kernels.cuh"
-#include "backend/cuda/matmul_int8_kernel.cuh"
-
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "backend/cuda/activations_q8_kernels.cuh"
 #include "backend/cuda/cuda_backend.h"
+#include "backend/cuda/matmul_int8_kernel.cuh"
 #include "cuda_test_util.h"
 #include "integer_products_util.h"
+#include "simt_emulation.h"  // first: it takes over the CUDA qualifiers
 #include "weight_test_util.h"
 
 namespace pagoda::backend::cuda_testing {
@@ -39,13 +37,15 @@ struct HostActivations {
 };
 
 // x's first n tokens of n_in values, quantized to `format` as activations_q8.cu launches it.
-void quantize(ActivationFormat format, const std::vector<float>& x, int64_t n_in, int64_t n, HostActivations& out) {
+void quantize(ActivationFormat format, const std::vector<float>& x, int64_t n_in, int64_t n,
+              HostActivations& out) {
   namespace q8 = cuda::activation_kernels;
   out.q.assign(static_cast<size_t>(n_in * n), 0);
   out.d.assign(static_cast<size_t>(n_in / cuda::scale_values(format) * n), 0.0f);
   out.sums.assign(static_cast<size_t>(n_in / cuda::sum_values(format) * n), 0);
   out.s.assign(format == ActivationFormat::kQ8_1 ? static_cast<size_t>(n_in / 32 * n) : 0, 0.0f);
-  out.rows = {out.q.data(), out.d.data(), out.s.empty() ? nullptr : out.s.data(), out.sums.data(), n_in, n};
+  out.rows = {out.q.data(),    out.d.data(), out.s.empty() ? nullptr : out.s.data(),
+              out.sums.data(), n_in,         n};
   q8::Args a;
   a.x = reinterpret_cast<const char*>(x.data());
   a.x_row_bytes = n_in * static_cast<int64_t>(sizeof(float));
@@ -56,9 +56,15 @@ void quantize(ActivationFormat format, const std::vector<float>& x, int64_t n_in
   for (int64_t block = 0; block * q8::kThreads < threads; ++block) {
     simt::run_block(q8::kThreads, static_cast<unsigned>(block), [&] {
       switch (format) {
-        case ActivationFormat::kQ8_K: q8::quantize_q8k_kernel(a); break;
-        case ActivationFormat::kQ8_0: q8::quantize_q8_32_kernel<false>(a); break;
-        case ActivationFormat::kQ8_1: q8::quantize_q8_32_kernel<true>(a); break;
+        case ActivationFormat::kQ8_K:
+          q8::quantize_q8k_kernel(a);
+          break;
+        case ActivationFormat::kQ8_0:
+          q8::quantize_q8_32_kernel<false>(a);
+          break;
+        case ActivationFormat::kQ8_1:
+          q8::quantize_q8_32_kernel<true>(a);
+          break;
       }
     });
   }
@@ -77,8 +83,8 @@ cuda::weights::VecTarget target_of(const HostWeights& w, float* y, int64_t first
 
 // The products of `targets` (y rows y_stride floats apart) with x's first n tokens, as
 // matmul_vec_int8.cu runs them: every block of the launch, one after another.
-void run_products(DType type, const cuda::weights::VecTargets& targets, const std::vector<float>& x, int64_t n_in,
-                  int64_t n, int64_t y_stride, bool swiglu) {
+void run_products(DType type, const cuda::weights::VecTargets& targets, const std::vector<float>& x,
+                  int64_t n_in, int64_t n, int64_t y_stride, bool swiglu) {
   ASSERT_TRUE(cuda::int8_formats::visit_int8_format(type, [&](auto format) {
     using F = decltype(format);
     HostActivations activations;
@@ -96,15 +102,18 @@ void run_products(DType type, const cuda::weights::VecTargets& targets, const st
     const kernel::LaunchShape shape =
         swiglu ? kernel::launch_shape<F, true>(a) : kernel::launch_shape<F, false>(a);
     for (int64_t block = 0; block < shape.blocks; ++block) {
-      simt::run_block(shape.threads, static_cast<unsigned>(block), [&] {
-        if (swiglu) {
-          kernel::matmul_int8_kernel<F, true, 1>(a);
-        } else if (n == 1) {
-          kernel::matmul_int8_kernel<F, false, 1>(a);
-        } else {
-          kernel::matmul_int8_kernel<F, false, cuda::weights::kVecMaxTokens>(a);
-        }
-      }, shape.shared_bytes);
+      simt::run_block(
+          shape.threads, static_cast<unsigned>(block),
+          [&] {
+            if (swiglu) {
+              kernel::matmul_int8_kernel<F, true, 1>(a);
+            } else if (n == 1) {
+              kernel::matmul_int8_kernel<F, false, 1>(a);
+            } else {
+              kernel::matmul_int8_kernel<F, false, cuda::weights::kVecMaxTokens>(a);
+            }
+          },
+          shape.shared_bytes);
     }
   }));
 }
@@ -112,7 +121,8 @@ void run_products(DType type, const cuda::weights::VecTargets& targets, const st
 class EmulatedIntegerProducts : public ::testing::TestWithParam<DType> {
  protected:
   void SetUp() override {
-    if (cuda_device_count() > 0) GTEST_SKIP() << "a GPU is here: CudaIntegerProducts runs the kernels themselves";
+    if (cuda_device_count() > 0)
+      GTEST_SKIP() << "a GPU is here: CudaIntegerProducts runs the kernels themselves";
   }
 };
 
@@ -136,7 +146,8 @@ TEST_P(EmulatedIntegerProducts, ProductsAreTheCpuScalarDotBitForBit) {
       targets.n_items = shape.n_out;
       run_products(GetParam(), targets, x, shape.n_in, n, shape.n_out, false);
       EXPECT_EQ(first_difference(y, shape.n_out, cpu_products(w, x, n), shape.n_out, n), "")
-          << dtype_name(GetParam()) << " [" << shape.n_out << "][" << shape.n_in << "], " << n << " tokens";
+          << dtype_name(GetParam()) << " [" << shape.n_out << "][" << shape.n_in << "], " << n
+          << " tokens";
     }
   }
 }
@@ -146,19 +157,23 @@ TEST_P(EmulatedIntegerProducts, ProductsAreTheCpuScalarDotBitForBit) {
 TEST_P(EmulatedIntegerProducts, ThreeWeightsInOneLaunchAreEachProduct) {
   const int64_t n_in = 512, widths[] = {9, 3, 6}, offsets[] = {0, 9, 12}, width = 18;
   std::vector<HostWeights> hosts;
-  for (int k = 0; k < 3; ++k) hosts.push_back(make_weights(GetParam(), n_in, widths[k], 910 + static_cast<uint32_t>(k)));
+  for (int k = 0; k < 3; ++k)
+    hosts.push_back(make_weights(GetParam(), n_in, widths[k], 910 + static_cast<uint32_t>(k)));
   const std::vector<float> x = activations_with_edges(n_in, 8, 920);
   for (const int64_t n : {1, 8}) {
     std::vector<float> y(static_cast<size_t>(width * n), kPoison);
     cuda::weights::VecTargets targets;
     cuda::weights::VecTarget* slots[] = {&targets.t0, &targets.t1, &targets.t2};
-    for (int k = 0; k < 3; ++k) *slots[k] = target_of(hosts[static_cast<size_t>(k)], y.data() + offsets[k], offsets[k]);
+    for (int k = 0; k < 3; ++k)
+      *slots[k] = target_of(hosts[static_cast<size_t>(k)], y.data() + offsets[k], offsets[k]);
     targets.n_targets = 3;
     targets.n_items = width;
     run_products(GetParam(), targets, x, n_in, n, width, false);
     for (int k = 0; k < 3; ++k) {
       const std::vector<float> part(y.begin() + offsets[k], y.end());
-      EXPECT_EQ(first_difference(part, width, cpu_products(hosts[static_cast<size_t>(k)], x, n), widths[k], n), "")
+      EXPECT_EQ(first_difference(part, width, cpu_products(hosts[static_cast<size_t>(k)], x, n),
+                                 widths[k], n),
+                "")
           << dtype_name(GetParam()) << " target " << k << ", " << n << " tokens";
     }
   }
@@ -168,7 +183,8 @@ TEST_P(EmulatedIntegerProducts, ThreeWeightsInOneLaunchAreEachProduct) {
 // gate's and up's products, each the CPU's dot; an odd count of items.
 TEST_P(EmulatedIntegerProducts, FusedSwiGluIsTheProductsThenSiluMul) {
   const int64_t n_in = 512, n_ff = 7;
-  const HostWeights gate = make_weights(GetParam(), n_in, n_ff, 930), up = make_weights(GetParam(), n_in, n_ff, 931);
+  const HostWeights gate = make_weights(GetParam(), n_in, n_ff, 930),
+                    up = make_weights(GetParam(), n_in, n_ff, 931);
   const std::vector<float> x = random_rows(n_in, 1, 932);
   std::vector<float> out(static_cast<size_t>(n_ff), kPoison);
   cuda::weights::VecTargets targets;
@@ -183,7 +199,8 @@ TEST_P(EmulatedIntegerProducts, FusedSwiGluIsTheProductsThenSiluMul) {
   EXPECT_EQ(first_difference(out, n_ff, want, n_ff, 1), "") << dtype_name(GetParam());
 }
 
-INSTANTIATE_TEST_SUITE_P(Formats, EmulatedIntegerProducts, ::testing::ValuesIn(kIntegerFormats), type_test_name);
+INSTANTIATE_TEST_SUITE_P(Formats, EmulatedIntegerProducts, ::testing::ValuesIn(kIntegerFormats),
+                         type_test_name);
 
 }  // namespace
 }  // namespace pagoda::backend::cuda_testing

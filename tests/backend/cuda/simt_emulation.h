@@ -16,6 +16,9 @@
 // threads wait at barriers that never fill (divergence at a __syncthreads) aborts with a
 // message instead of hanging.
 
+// Kernel headers with inline PTX (mma_ops.cuh) leave it to this file.
+#define PAGODA_SIMT_EMULATION 1
+
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <ucontext.h>
@@ -47,7 +50,7 @@
 namespace pagoda::simt {
 
 struct Index {
-  unsigned x = 0;
+  unsigned x = 0, y = 0, z = 0;
 };
 inline Index thread_index;  // the running fiber's
 inline Index block_index;
@@ -71,6 +74,7 @@ struct Block {
   std::vector<std::array<uint64_t, 32>> slots;
   std::vector<int> votes;  // [threads]
   std::vector<uint4> dynamic_shared;  // the launch's dynamic shared memory, 16-byte aligned
+  std::vector<std::vector<std::byte>> gathered;  // per warp: 32 lanes' values (warp_gather)
   uint64_t progress = 0;   // arrivals and ends, to see a block that cannot go on
 };
 inline Block* block = nullptr;
@@ -105,7 +109,7 @@ inline void fiber_entry() {
 
 // Runs body() as one block of `threads` threads (a multiple of 32), block index `index`,
 // with `shared_bytes` of dynamic shared memory.
-inline void run_block(int threads, unsigned index, std::function<void()> body, size_t shared_bytes = 0) {
+inline void run_block(int threads, Index index, std::function<void()> body, size_t shared_bytes = 0) {
   constexpr size_t kStackBytes = size_t{64} << 10;
   Block b;
   b.body = std::move(body);
@@ -116,8 +120,9 @@ inline void run_block(int threads, unsigned index, std::function<void()> body, s
   b.warps.resize(static_cast<size_t>(threads / 32));
   b.slots.resize(static_cast<size_t>(threads / 32));
   b.votes.assign(static_cast<size_t>(threads), 0);
+  b.gathered.resize(static_cast<size_t>(threads / 32));
   block = &b;
-  block_index.x = index;
+  block_index = index;
   block_dim.x = static_cast<unsigned>(threads);
   std::vector<std::vector<std::byte>>& stack = stacks();
   if (stack.size() < static_cast<size_t>(threads)) stack.resize(static_cast<size_t>(threads));
@@ -146,6 +151,23 @@ inline void run_block(int threads, unsigned index, std::function<void()> body, s
     }
   }
   block = nullptr;
+}
+
+// The same for block index (index, 0, 0).
+inline void run_block(int threads, unsigned index, std::function<void()> body, size_t shared_bytes = 0) {
+  run_block(threads, Index{index, 0, 0}, std::move(body), shared_bytes);
+}
+
+// Every lane's `mine`, in lane order, for every lane of the calling thread's warp.
+template <typename T>
+void warp_gather(const T& mine, T (&all)[32]) {
+  const size_t warp = thread_index.x / 32, lane = thread_index.x % 32;
+  std::vector<std::byte>& slots = block->gathered[warp];
+  slots.resize(32 * sizeof(T));
+  std::memcpy(slots.data() + lane * sizeof(T), &mine, sizeof(T));
+  wait_at(block->warps[warp], 32);
+  std::memcpy(all, slots.data(), 32 * sizeof(T));
+  wait_at(block->warps[warp], 32);
 }
 
 // Thread `source_lane`'s value of v, in the calling thread's warp.
@@ -200,6 +222,7 @@ inline unsigned __ballot_sync(unsigned, int predicate) {
   for (int lane = 0; lane < 32; ++lane) votes |= pagoda::simt::warp_exchange(mine, lane);
   return votes;
 }
+inline int __any_sync(unsigned mask, int predicate) { return __ballot_sync(mask, predicate) != 0; }
 inline int __popc(unsigned v) { return __builtin_popcount(v); }
 // One fiber runs at a time: plain reads and writes are atomic here.
 template <typename T>
@@ -276,3 +299,44 @@ using std::isfinite;
 using std::isnan;
 using std::ldexp;
 using std::log;
+
+// mma_ops.cuh's operations. mma.sync m16n8k16 (A row-major, B column-major, f16 inputs, f32
+// accumulators) as the PTX ISA lays out its fragments: lane l (g = l / 4, t = l % 4) holds
+// A[g][2t, 2t+1], A[g+8][2t, 2t+1], A[g][2t+8, 2t+9], A[g+8][2t+8, 2t+9] in a[0..3] (the
+// first of each pair in the low half), B[2t, 2t+1][g] in b0 and B[2t+8, 2t+9][g] in b1,
+// D[g][2t, 2t+1] and D[g+8][2t, 2t+1] in d[0..3]. The products of f16 values are exact;
+// each lane's 16 are summed in double and added to its accumulator once (the tensor
+// cores' order and internal precision are their own: tests compare within a tolerance).
+namespace pagoda::backend::cuda {
+
+inline void mma_16x8x16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  struct Fragments {
+    uint32_t a[4], b[2];
+  };
+  Fragments all[32];
+  simt::warp_gather(Fragments{{a[0], a[1], a[2], a[3]}, {b0, b1}}, all);
+  const auto half_of = [](uint32_t pair, int high) {
+    return static_cast<double>(__half2float(__ushort_as_half(static_cast<unsigned short>(high ? pair >> 16 : pair))));
+  };
+  const auto a_at = [&](int row, int col) {  // the lane and register holding A[row][col]
+    const int lane = 4 * (row % 8) + (col % 8) / 2, reg = (row >= 8 ? 1 : 0) + (col >= 8 ? 2 : 0);
+    return half_of(all[lane].a[reg], col % 2);
+  };
+  const auto b_at = [&](int row, int col) {
+    const int lane = 4 * col + (row % 8) / 2;
+    return half_of(all[lane].b[row >= 8 ? 1 : 0], row % 2);
+  };
+  const int lane = static_cast<int>(threadIdx.x % 32), g = lane / 4, t = lane % 4;
+  for (int i = 0; i < 4; ++i) {
+    const int row = g + (i >= 2 ? 8 : 0), col = 2 * t + i % 2;
+    double sum = 0.0;
+    for (int k = 0; k < 16; ++k) sum += a_at(row, k) * b_at(k, col);
+    d[i] = static_cast<float>(static_cast<double>(d[i]) + sum);
+  }
+}
+
+// cp.async of 16 bytes: copied at once here; wait_all has nothing to wait for.
+inline void copy_16_async(void* shared, const void* global) { std::memcpy(shared, global, 16); }
+inline void wait_async_copies() {}
+
+}  // namespace pagoda::backend::cuda
