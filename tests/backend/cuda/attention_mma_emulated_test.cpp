@@ -7,6 +7,12 @@
 // batch invariance: a sequence's rows have the same bits alone as beside the others. It
 // checks the kernel's logic where CI has no GPU; where a GPU is, CudaAttentionTest runs
 // the kernel itself and this test skips.
+// clang-format off
+#include "simt_emulation.h"  // first: it takes over the CUDA qualifiers
+
+#include "backend/cuda/attention_mma_kernel.cuh"
+// clang-format on
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -18,9 +24,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/cuda/attention_mma_kernel.cuh"
 #include "backend/cuda/cuda_backend.h"
-#include "simt_emulation.h"  // first: it takes over the CUDA qualifiers
 
 namespace pagoda::backend::cuda {
 namespace {

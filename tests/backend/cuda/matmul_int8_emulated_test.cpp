@@ -7,18 +7,22 @@
 // cases of CudaIntegerProducts (matmul_int8_test.cpp), on smaller shapes: they check the
 // kernels' logic, launch shapes included, where CI has no GPU; where a GPU is, that test
 // runs the kernels themselves and this one skips.
+// clang-format off
+#include "simt_emulation.h"  // first: it takes over the CUDA qualifiers
+
+#include "backend/cuda/activations_q8_kernels.cuh"
+#include "backend/cuda/matmul_int8_kernel.cuh"
+// clang-format on
+
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "backend/cuda/activations_q8_kernels.cuh"
 #include "backend/cuda/cuda_backend.h"
-#include "backend/cuda/matmul_int8_kernel.cuh"
 #include "cuda_test_util.h"
 #include "integer_products_util.h"
-#include "simt_emulation.h"  // first: it takes over the CUDA qualifiers
 #include "weight_test_util.h"
 
 namespace pagoda::backend::cuda_testing {
