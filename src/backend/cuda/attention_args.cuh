@@ -1,8 +1,8 @@
 #pragma once
 // Internal to the CUDA attention: the arguments its kernels share, and attention_rows.h's
 // rules (which rows a block takes, where a row's splits begin and end) applied to them.
-// attention.cu has the host side, the scalar kernel and the merge of splits;
-// attention_mma.cu the kernel on tensor cores. Both follow these rules, so that a row's
+// attention.cu has the host side, attention_kernels.cuh the scalar kernel and the merge
+// of splits, attention_mma_kernel.cuh the kernel on tensor cores. Both follow these rules, so that a row's
 // splits (and so its result) depend on its own positions only.
 
 #include <cuda_runtime.h>

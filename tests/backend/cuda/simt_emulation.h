@@ -222,6 +222,9 @@ inline unsigned __ballot_sync(unsigned, int predicate) {
   for (int lane = 0; lane < 32; ++lane) votes |= pagoda::simt::warp_exchange(mine, lane);
   return votes;
 }
+inline void __syncwarp(unsigned = 0xffffffffu) {
+  pagoda::simt::wait_at(pagoda::simt::block->warps[threadIdx.x / 32], 32);
+}
 inline int __any_sync(unsigned mask, int predicate) { return __ballot_sync(mask, predicate) != 0; }
 inline int __popc(unsigned v) { return __builtin_popcount(v); }
 // One fiber runs at a time: plain reads and writes are atomic here.
