@@ -13,6 +13,7 @@
 #                               tests skip); the binaries look for them under
 #                               /tmp/pagoda-gpu-bundle, which gpu_check.sh links to this
 #                               folder
+#   prompts/                    the benchmark's real prompts (bench/prompts)
 #   e2e/, models/tiny-smollm2.gguf, wheels/
 #                               the end-to-end OpenAI-client tests, a 5 MB random-weight
 #                               model with the default model's tokenizer and chat template
@@ -131,9 +132,17 @@ copy_data() {
     if (( model_mb + $(du -sm "$bundle" | cut -f1) <= max_bundle_mb )); then
       mkdir -p "$bundle/models" && cp "$default_model" "$bundle/models/"
     else
-      say "$default_model ($model_mb MB) left out: the bundle must stay under $max_bundle_mb MB"
+      # In two halves, each for a device run of its own beside the repository (the run
+      # after joins them where gpu_check.sh's prompt lookup stage finds the model,
+      # PAGODA_GPU_DEFAULT_MODEL).
+      rm -rf device-parts && mkdir -p device-parts
+      split -n 2 -d "$default_model" device-parts/default-model.part-
+      say "$default_model ($model_mb MB) left out: the bundle must stay under $max_bundle_mb MB;" \
+        "in parts under device-parts/ ($(ls device-parts | tr '\n' ' '))"
     fi
   fi
+  # The benchmark's real prompts (gpu_check.sh's prompt lookup stage).
+  cp -r bench/prompts "$bundle/prompts"
   cp scripts/gpu_check.sh "$bundle/"
 }
 

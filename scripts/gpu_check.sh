@@ -316,6 +316,31 @@ stage_speculative() {
   return $status
 }
 
+# Prompt lookup on the default model (the speculative decoding issue's figure: at 16
+# requests at once, at least 1.2 times the output tokens/s without): the prompts that ask
+# to repeat or edit a text, 16 at a time and one at a time, each beside the same run
+# without speculation, alternated twice. The default model is over what one device run
+# may carry beside the bundle: a run before this one leaves it at
+# $PAGODA_GPU_DEFAULT_MODEL (or in the bundle's models/), else the stage skips.
+stage_prompt_lookup() {
+  local log="$1" limit="$2" status=0 round requests spec
+  local model="${PAGODA_GPU_DEFAULT_MODEL:-$bundle/models/SmolLM2-135M-Instruct.Q4_1.gguf}"
+  [[ -f "$model" ]] || { note="no default model at $model"; return 2; }
+  local prompts=() name
+  for name in repeat_code edit_paragraph edit_code; do prompts+=(--prompt-file "$bundle/prompts/$name.txt"); done
+  for round in 1 2; do
+    for requests in 16 1; do
+      for spec in "" "--speculative-ngram"; do
+        echo "variant: round $round, $requests at a time, ${spec:-no speculation}" >>"$log"
+        run_logged "$log" "$limit" "$bundle/pagoda" bench --device cuda -m "$model" --concurrency "$requests" \
+          --num-requests "$((requests == 1 ? 3 : 48))" "${prompts[@]}" --gen-len 256 $spec || status=1
+      done
+    done
+  done
+  note=$(grep -E "^variant: |^output: " "$log" | sed -E 's/ +/ /g' | cut -c1-70 | tr '\n' ';')
+  return $status
+}
+
 # pagoda_generate LOG LIMIT OUT ARGS...: pagoda run's text to OUT, its log to LOG.
 pagoda_generate() {
   local log="$1" limit="$2" out="$3"
@@ -350,7 +375,7 @@ stage_pagoda_run() {
 # name:timeout_s, in order: what says the GPU computes the host's answers first (the
 # engine's tokens sampled on the device among them), then the timings.
 all_stages=(gpu:20 libraries:10 cuda_backend:150 gpu_models:90 engine:120 pagoda_run:40 bench:270 bisect:120
-  kernels:90 serve_bench:90 serve_e2e:150 speculative:90)
+  kernels:90 serve_bench:90 serve_e2e:150 speculative:90 prompt_lookup:120)
 failed_stages=""
 
 main() {
