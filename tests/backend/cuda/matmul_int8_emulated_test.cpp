@@ -23,6 +23,7 @@
 #include "backend/cuda/cuda_backend.h"
 #include "cuda_test_util.h"
 #include "integer_products_util.h"
+#include "vec_targets_util.h"
 #include "weight_test_util.h"
 
 namespace pagoda::backend::cuda_testing {
@@ -75,16 +76,6 @@ void quantize(ActivationFormat format, const std::vector<float>& x, int64_t n_in
 }
 
 // The weights as a launch's target: rows from item `first_item` on, outputs into y.
-cuda::weights::VecTarget target_of(const HostWeights& w, float* y, int64_t first_item) {
-  cuda::weights::VecTarget t;
-  t.w = reinterpret_cast<const uint8_t*>(w.bytes.data());
-  t.row_stride = static_cast<int64_t>(w.row_size());
-  t.end = t.w + w.n_out * t.row_stride;
-  t.y = y;
-  t.first_item = first_item;
-  return t;
-}
-
 // The products of `targets` (y rows y_stride floats apart) with x's first n tokens, as
 // matmul_vec_int8.cu runs them: every block of the launch, one after another.
 void run_products(DType type, const cuda::weights::VecTargets& targets, const std::vector<float>& x,

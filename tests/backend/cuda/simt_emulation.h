@@ -55,6 +55,7 @@ struct Index {
 inline Index thread_index;  // the running fiber's
 inline Index block_index;
 inline Index block_dim;  // blockDim below: a variable, not a macro (cudaLaunchConfig_t has a member of that name)
+inline Index grid_dim;   // gridDim likewise: the blocks of the launch being run (run_blocks)
 
 struct Barrier {
   int arrived = 0;
@@ -158,6 +159,12 @@ inline void run_block(int threads, unsigned index, std::function<void()> body, s
   run_block(threads, Index{index, 0, 0}, std::move(body), shared_bytes);
 }
 
+// A launch of `blocks` blocks along x, one after another (gridDim set for them).
+inline void run_blocks(unsigned blocks, int threads, const std::function<void()>& body, size_t shared_bytes = 0) {
+  grid_dim = Index{blocks, 1, 1};
+  for (unsigned b = 0; b < blocks; ++b) run_block(threads, b, body, shared_bytes);
+}
+
 // Every lane's `mine`, in lane order, for every lane of the calling thread's warp.
 template <typename T>
 void warp_gather(const T& mine, T (&all)[32]) {
@@ -191,6 +198,7 @@ T warp_exchange(T v, int source_lane) {
 #define threadIdx ::pagoda::simt::thread_index
 #define blockIdx ::pagoda::simt::block_index
 inline const pagoda::simt::Index& blockDim = pagoda::simt::block_dim;
+inline const pagoda::simt::Index& gridDim = pagoda::simt::grid_dim;
 #define PAGODA_DYNAMIC_SHARED(type, name) type* name = reinterpret_cast<type*>(::pagoda::simt::block->dynamic_shared.data())
 
 inline void __syncthreads() { pagoda::simt::wait_at(pagoda::simt::block->all, pagoda::simt::block->threads); }
