@@ -54,8 +54,10 @@ struct Index {
 };
 inline Index thread_index;  // the running fiber's
 inline Index block_index;
-inline Index block_dim;  // blockDim below: a variable, not a macro (cudaLaunchConfig_t has a member of that name)
-inline Index grid_dim;   // gridDim likewise: the blocks of the launch being run (run_blocks)
+// blockDim and gridDim below are variables, not macros (cudaLaunchConfig_t has members
+// of those names); gridDim is set by run_blocks, which kernels that read it go through.
+inline Index block_dim;
+inline Index grid_dim;
 
 struct Barrier {
   int arrived = 0;
@@ -199,7 +201,8 @@ T warp_exchange(T v, int source_lane) {
 #define blockIdx ::pagoda::simt::block_index
 inline const pagoda::simt::Index& blockDim = pagoda::simt::block_dim;
 inline const pagoda::simt::Index& gridDim = pagoda::simt::grid_dim;
-#define PAGODA_DYNAMIC_SHARED(type, name) type* name = reinterpret_cast<type*>(::pagoda::simt::block->dynamic_shared.data())
+#define PAGODA_DYNAMIC_SHARED(type, name) \
+  type* name = reinterpret_cast<type*>(::pagoda::simt::block->dynamic_shared.data())
 
 inline void __syncthreads() { pagoda::simt::wait_at(pagoda::simt::block->all, pagoda::simt::block->threads); }
 inline int __syncthreads_or(int predicate) {
