@@ -45,7 +45,7 @@ bool is_head_view(const TensorView& v, int64_t head_dim, int64_t n_heads, int64_
 }
 
 Status check_inputs(const TensorView& q, const TensorView& k, const TensorView& v, const KvCacheShape& shape,
-                    int32_t layer, const AttentionBatch& batch, const TensorView& out) {
+                    int32_t layer, [[maybe_unused]] const AttentionBatch& batch, const TensorView& out) {
   const int64_t n_tokens = q.ne[2], n_heads = q.ne[1];
   const int64_t head_dim = shape.head_dim, n_kv_heads = shape.n_kv_heads;
   if (layer < 0 || layer >= shape.n_layers) return invalid_argument("attention: layer out of range");
