@@ -196,15 +196,7 @@ Status attention(const Context& ctx, const TensorView& q, const TensorView& k, c
                    attention_mma_fits(ctx, a.head_dim) &&
                    reinterpret_cast<uintptr_t>(layer.k.data) % 16 == 0 &&
                    reinterpret_cast<uintptr_t>(layer.v.data) % 16 == 0 && a.slot_bytes % 16 == 0;
-  // Heads: a block row takes the group's heads up to the kernel's limit (larger groups
-  // take several blocks). Rows: prompts put several rows of a sequence in a block, so
-  // that each K/V tile serves all of them; decoding rows (one a sequence) go one a block.
-  const int32_t most_heads = a.tensor_cores ? attention_mma_block_rows(a.head_dim) : kMaxWarps;
-  a.heads_per_block = a.group < most_heads ? a.group : most_heads;
-  a.head_chunks = (a.group + a.heads_per_block - 1) / a.heads_per_block;
-  const int32_t most_rows = a.tensor_cores ? attention_mma_block_rows(a.head_dim) : kMaxBlockWarps;
-  const int32_t rows = most_rows / a.heads_per_block;
-  a.rows_per_block = ctx.attention_row_groups && batch.max_n_query > 1 && rows > 1 ? rows : 1;
+  set_block_shape(a, batch.max_n_query, ctx.attention_row_groups);
   switch (type) {
     case KvType::kF32: return run_attention<KvType::kF32>(ctx, a, n_tokens);
     case KvType::kF16: return run_attention<KvType::kF16>(ctx, a, n_tokens);

@@ -204,3 +204,23 @@ inline size_t shared_bytes(int32_t head_dim, int32_t warps) {
 
 }  // namespace
 }  // namespace pagoda::backend::cuda::scalar_attention
+
+namespace pagoda::backend::cuda {
+
+// The query heads and rows a block of either kernel takes, as attention() sets them for a
+// launch (a.tensor_cores, a.group and a.head_dim set). Heads: a block row takes its KV
+// head's group up to the kernel's limit (larger groups take several blocks, head_chunks).
+// Rows: with row_groups, a step with prompt rows (max_n_query > 1) puts several rows of
+// a sequence in a block, so that each K/V tile serves them all; decoding rows go one a
+// block.
+inline void set_block_shape(AttentionArgs& a, int32_t max_n_query, bool row_groups) {
+  const int32_t most = a.tensor_cores ? attention_mma_block_rows(a.head_dim) : 0;
+  const int32_t most_heads = a.tensor_cores ? most : scalar_attention::kMaxWarps;
+  a.heads_per_block = a.group < most_heads ? a.group : most_heads;
+  a.head_chunks = (a.group + a.heads_per_block - 1) / a.heads_per_block;
+  const int32_t most_rows = a.tensor_cores ? most : scalar_attention::kMaxBlockWarps;
+  const int32_t rows = most_rows / a.heads_per_block;
+  a.rows_per_block = row_groups && max_n_query > 1 && rows > 1 ? rows : 1;
+}
+
+}  // namespace pagoda::backend::cuda

@@ -122,9 +122,9 @@ Cache make_cache(const Step& step, KvType type, int32_t head_dim, uint32_t seed)
 
 enum class Kernel { kTensorCores, kScalar };
 
-// The kernels over the step's rows as attention.cu launches them (rows grouped in blocks
-// where group_rows and the step has a prompt; n_splits splits a row at most, the merge
-// after), out [n_tokens][kHeads][head_dim].
+// The kernels over the step's rows as attention.cu launches them (its set_block_shape:
+// rows grouped in blocks where group_rows and the step has a prompt; n_splits splits a
+// row at most, the merge after), out [n_tokens][kHeads][head_dim].
 std::vector<float> run(Kernel kernel, const Step& step, const Cache& cache,
                        const std::vector<float>& q, float scale, int32_t n_splits,
                        bool group_rows = true) {
@@ -163,14 +163,7 @@ std::vector<float> run(Kernel kernel, const Step& step, const Cache& cache,
   a.n_splits = n_splits;
   a.scale = scale;
   a.tensor_cores = kernel == Kernel::kTensorCores;
-  const int32_t most_heads =
-      a.tensor_cores ? attention_mma_block_rows(hd) : scalar_attention::kMaxWarps;
-  const int32_t most_rows =
-      a.tensor_cores ? attention_mma_block_rows(hd) : scalar_attention::kMaxBlockWarps;
-  a.heads_per_block = std::min(kGroup, most_heads);
-  a.head_chunks = (kGroup + a.heads_per_block - 1) / a.heads_per_block;
-  const int32_t rows = most_rows / a.heads_per_block;
-  a.rows_per_block = group_rows && max_query > 1 && rows > 1 ? rows : 1;
+  set_block_shape(a, max_query, group_rows);
   const int pairs = a.rows_per_block * a.heads_per_block;
   const int threads = a.tensor_cores ? (pairs + 15) / 16 * 32 : pairs * 32;
   const int padded = mma_attention::padded_head_dim(hd);
