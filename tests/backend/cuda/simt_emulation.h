@@ -11,8 +11,10 @@
 // Include it before any kernel header: it takes over the qualifiers cuda_runtime.h
 // defines for host compilers.
 //
-// What it cannot show: timing, memory ordering beyond what the barriers give, and
-// interleavings between barriers (a fiber runs alone until it waits). A block whose
+// What it cannot show: timing, memory ordering beyond what the barriers give, and most
+// interleavings between barriers (a fiber runs alone until it waits; blocks of odd index
+// run their threads in reverse order, so a missing barrier shows in one order or the
+// other). A block whose
 // threads wait at barriers that never fill (divergence at a __syncthreads) aborts with a
 // message instead of hanging.
 
@@ -139,10 +141,15 @@ inline void run_block(int threads, Index index, std::function<void()> body, size
     c.uc_link = &b.scheduler;
     makecontext(&c, fiber_entry, 0);
   }
+  // Blocks of odd index run their threads from the last to the first: a kernel that reads
+  // what another thread writes without a barrier between then goes wrong in one order or
+  // the other, whichever thread writes.
+  const bool reversed = (index.x + index.y + index.z) % 2 == 1;
   for (bool running = true; running;) {
     running = false;
     const uint64_t before = b.progress;
-    for (int t = 0; t < threads; ++t) {
+    for (int i = 0; i < threads; ++i) {
+      const int t = reversed ? threads - 1 - i : i;
       if (b.done[static_cast<size_t>(t)]) continue;
       running = true;
       thread_index.x = static_cast<unsigned>(t);
