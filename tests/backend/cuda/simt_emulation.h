@@ -5,7 +5,7 @@
 // one another: __syncthreads is a barrier of the block, shuffles and ballots exchange
 // through a barrier of the warp. __shared__ variables become static (one block runs at a
 // time), a kernel's dynamic shared memory (PAGODA_DYNAMIC_SHARED) the block's buffer of
-// the bytes run_block is given; the f32 intrinsics round as IEEE operations do (volatile
+// the bytes run_block is given, every bit set at the block's start; the f32 intrinsics round as IEEE operations do (volatile
 // keeps the compiler from fusing them), the integer ones (dp4a, byte permutes, funnel
 // shifts, bytewise subtraction) compute what the CUDA documentation says they do.
 // Include it before any kernel header: it takes over the qualifiers cuda_runtime.h
@@ -119,7 +119,9 @@ inline void run_block(int threads, Index index, std::function<void()> body, size
   Block b;
   b.body = std::move(body);
   b.threads = threads;
-  b.dynamic_shared.resize((shared_bytes + sizeof(uint4) - 1) / sizeof(uint4));
+  // Poisoned, as a GPU leaves it undefined: all bits set (a NaN as a float, -1 as an
+  // integer), so that a kernel reading what no thread wrote goes wrong here too.
+  b.dynamic_shared.assign((shared_bytes + sizeof(uint4) - 1) / sizeof(uint4), make_uint4(~0u, ~0u, ~0u, ~0u));
   b.contexts.resize(static_cast<size_t>(threads));
   b.done.assign(static_cast<size_t>(threads), false);
   b.warps.resize(static_cast<size_t>(threads / 32));
