@@ -1,5 +1,6 @@
 // Paged attention on tensor cores, for an f16 cache and head sizes that are multiples of
-// 16 (the grid, splits and merge are attention.cu's; see there).
+// 16 (the grid, splits and merge are attention.cu's; see there): what the kernel computes
+// (attention_mma_kernel.cuh) and its launches.
 //
 // A block's rows for the matrix products are its (query row, head) pairs: pair m is query
 // row first_row + m / heads_per_block, head m % heads_per_block of the block's chunk of
