@@ -1,9 +1,10 @@
 #pragma once
 // Which query rows and context positions each block of the CUDA attention takes, as plain
 // arithmetic the host can run too (both kernels, attention_kernels.cuh's and
-// attention_mma_kernel.cuh's, follow it; tests/backend/cuda/attention_rows_test.cpp replays whole launches on the
-// host). A row's context [0, position] is cut into splits of kSplitPositions aligned to
-// position 0, so a row's splits depend on its own positions only.
+// attention_mma_kernel.cuh's, follow it; tests/backend/cuda/attention_rows_test.cpp
+// replays whole launches on the host). A row's context [0, position] is cut into splits
+// of kSplitPositions aligned to position 0, so a row's splits depend on its own positions
+// only.
 
 #include <cstdint>
 
