@@ -135,10 +135,7 @@ TEST_P(EmulatedIntegerProducts, ProductsAreTheCpuScalarDotBitForBit) {
     const std::vector<float> x = activations_with_edges(shape.n_in, 8, ++seed);
     for (const int64_t n : {1, 2, 5, 8}) {
       std::vector<float> y(static_cast<size_t>(shape.n_out * n), kPoison);
-      cuda::weights::VecTargets targets;
-      targets.t0 = target_of(w, y.data(), 0);
-      targets.n_targets = 1;
-      targets.n_items = shape.n_out;
+      const cuda::weights::VecTargets targets = targets_of({{&w, y.data()}});
       run_products(GetParam(), targets, x, shape.n_in, n, shape.n_out, false);
       EXPECT_EQ(first_difference(y, shape.n_out, cpu_products(w, x, n), shape.n_out, n), "")
           << dtype_name(GetParam()) << " [" << shape.n_out << "][" << shape.n_in << "], " << n
@@ -157,12 +154,9 @@ TEST_P(EmulatedIntegerProducts, ThreeWeightsInOneLaunchAreEachProduct) {
   const std::vector<float> x = activations_with_edges(n_in, 8, 920);
   for (const int64_t n : {1, 8}) {
     std::vector<float> y(static_cast<size_t>(width * n), kPoison);
-    cuda::weights::VecTargets targets;
-    cuda::weights::VecTarget* slots[] = {&targets.t0, &targets.t1, &targets.t2};
-    for (int k = 0; k < 3; ++k)
-      *slots[k] = target_of(hosts[static_cast<size_t>(k)], y.data() + offsets[k], offsets[k]);
-    targets.n_targets = 3;
-    targets.n_items = width;
+    const cuda::weights::VecTargets targets = targets_of({{&hosts[0], y.data() + offsets[0]},
+                                                          {&hosts[1], y.data() + offsets[1]},
+                                                          {&hosts[2], y.data() + offsets[2]}});
     run_products(GetParam(), targets, x, n_in, n, width, false);
     for (int k = 0; k < 3; ++k) {
       const std::vector<float> part(y.begin() + offsets[k], y.end());
@@ -182,11 +176,7 @@ TEST_P(EmulatedIntegerProducts, FusedSwiGluIsTheProductsThenSiluMul) {
                     up = make_weights(GetParam(), n_in, n_ff, 931);
   const std::vector<float> x = random_rows(n_in, 1, 932);
   std::vector<float> out(static_cast<size_t>(n_ff), kPoison);
-  cuda::weights::VecTargets targets;
-  targets.t0 = target_of(gate, out.data(), 0);
-  targets.t1 = target_of(up, out.data(), 0);
-  targets.n_targets = 2;
-  targets.n_items = n_ff;
+  const cuda::weights::VecTargets targets = swiglu_targets_of(gate, up, out.data());
   run_products(GetParam(), targets, x, n_in, 1, n_ff, true);
   const std::vector<float> gate_y = cpu_products(gate, x, 1), up_y = cpu_products(up, x, 1);
   std::vector<float> want(static_cast<size_t>(n_ff));

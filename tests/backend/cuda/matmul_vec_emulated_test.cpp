@@ -153,10 +153,7 @@ TEST_P(EmulatedVecKernels, ProductsMatchTheDequantizedRows) {
     const std::vector<float> x = random_rows(shape.n_in, 8, ++seed);
     for (const int64_t n : {1, 2, 5, 8}) {
       std::vector<float> y(static_cast<size_t>(shape.n_out * n), kPoison);
-      cuda::weights::VecTargets targets;
-      targets.t0 = target_of(w, y.data(), 0);
-      targets.n_targets = 1;
-      targets.n_items = shape.n_out;
+      const cuda::weights::VecTargets targets = targets_of({{&w, y.data()}});
       run_vec(GetParam(), targets, x, shape.n_in, n, shape.n_out, false);
       EXPECT_EQ(first_outside(y, shape.n_out, w, x, n, kTolerance), "")
           << case_name({GetParam(), 0}) << " [" << shape.n_out << "][" << shape.n_in << "], " << n
@@ -175,13 +172,9 @@ TEST_P(EmulatedVecKernels, ThreeWeightsInOneLaunchAreEachProduct) {
   const std::vector<float> x = random_rows(n_in, 8, 970);
   for (const int64_t n : {1, 8}) {
     std::vector<float> y(static_cast<size_t>(width * n), kPoison);
-    cuda::weights::VecTargets targets;
-    cuda::weights::VecTarget* slots[] = {&targets.t0, &targets.t1, &targets.t2};
-    for (int k = 0; k < 3; ++k) {
-      *slots[k] = target_of(hosts[static_cast<size_t>(k)], y.data() + offsets[k], offsets[k]);
-    }
-    targets.n_targets = 3;
-    targets.n_items = width;
+    const cuda::weights::VecTargets targets = targets_of({{&hosts[0], y.data() + offsets[0]},
+                                                          {&hosts[1], y.data() + offsets[1]},
+                                                          {&hosts[2], y.data() + offsets[2]}});
     run_vec(GetParam(), targets, x, n_in, n, width, false);
     for (int k = 0; k < 3; ++k) {
       const std::vector<float> part(y.begin() + offsets[k], y.end());
@@ -200,18 +193,10 @@ TEST_P(EmulatedVecKernels, FusedSwiGluIsTheProductsThenSiluMul) {
                     up = make_weights(GetParam().type, n_in, n_ff, 981);
   const std::vector<float> x = random_rows(n_in, 1, 982);
   std::vector<float> fused(static_cast<size_t>(n_ff), kPoison), gate_y(fused), up_y(fused);
-  cuda::weights::VecTargets targets;
-  targets.t0 = target_of(gate, fused.data(), 0);
-  targets.t1 = target_of(up, fused.data(), 0);
-  targets.n_targets = 2;
-  targets.n_items = n_ff;
+  const cuda::weights::VecTargets targets = swiglu_targets_of(gate, up, fused.data());
   run_vec(GetParam(), targets, x, n_in, 1, n_ff, true);
   for (auto [w, y] : {std::pair{&gate, &gate_y}, std::pair{&up, &up_y}}) {
-    cuda::weights::VecTargets one;
-    one.t0 = target_of(*w, y->data(), 0);
-    one.n_targets = 1;
-    one.n_items = n_ff;
-    run_vec(GetParam(), one, x, n_in, 1, n_ff, false);
+    run_vec(GetParam(), targets_of({{w, y->data()}}), x, n_in, 1, n_ff, false);
     EXPECT_EQ(first_outside(*y, n_ff, *w, x, 1, kTolerance), "") << case_name({GetParam(), 0});
   }
   for (int64_t j = 0; j < n_ff; ++j) {

@@ -1,13 +1,15 @@
 #pragma once
 // What the emulated tests of the few-token matmul kernels share (matmul_int8_emulated_test.cpp,
-// matmul_vec_emulated_test.cpp): host weights as a launch's target, and the check
+// matmul_vec_emulated_test.cpp): host weights as a launch's targets, and the check
 // of outputs against the dequantized rows in double within a share of each output's term
 // scale S (sqrt of the sum of its terms' squares, which bounds any f32 summation of them).
 // Include after simt_emulation.h and the kernel headers.
 
 #include <cmath>
 #include <cstdint>
+#include <initializer_list>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backend/cuda/matmul_vec_targets.cuh"
@@ -15,15 +17,22 @@
 
 namespace pagoda::backend::cuda_testing {
 
-// w's rows as work items from first_item on, their outputs into y.
-inline cuda::weights::VecTarget target_of(const HostWeights& w, float* y, int64_t first_item) {
-  cuda::weights::VecTarget t;
-  t.w = reinterpret_cast<const uint8_t*>(w.bytes.data());
-  t.row_stride = static_cast<int64_t>(w.row_size());
-  t.end = t.w + w.n_out * t.row_stride;
-  t.y = y;
-  t.first_item = first_item;
-  return t;
+// The launch's targets of host weights, each with its outputs at its pointer, as
+// matmul_vec gathers them from views (vec_targets: the weights' rows numbered one after
+// another, in the order given).
+inline cuda::weights::VecTargets targets_of(
+    std::initializer_list<std::pair<const HostWeights*, float*>> weights) {
+  std::vector<MatmulTarget> views;
+  for (const auto& [w, y] : weights)
+    views.push_back({w->view(), make_view(y, DType::F32, w->n_out)});
+  return cuda::weights::vec_targets(views);
+}
+
+// The fused SwiGLU's gate and up, both writing `out`, as matmul_vec_swiglu gathers them.
+inline cuda::weights::VecTargets swiglu_targets_of(const HostWeights& gate, const HostWeights& up,
+                                                   float* out) {
+  return cuda::weights::swiglu_targets(gate.view(), up.view(),
+                                       make_view(out, DType::F32, gate.n_out));
 }
 
 // The first output (rows y_stride floats apart) farther than tolerance x S from w's

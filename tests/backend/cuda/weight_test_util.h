@@ -71,7 +71,8 @@ struct HostWeights {
 
   size_t row_size() const { return static_cast<size_t>(row_bytes(type, n_in)); }
   const uint8_t* row(int64_t r) const { return bytes.data() + static_cast<size_t>(r) * row_size(); }
-  TensorView view() { return make_view(bytes.data(), type, n_in, n_out); }
+  // A view of the rows (for reading: a backend uploads or multiplies them).
+  TensorView view() const { return make_view(const_cast<uint8_t*>(bytes.data()), type, n_in, n_out); }
   // Row r as quant::dequantize_row gives it: the exact values every kernel must use.
   std::vector<float> dequantized_row(int64_t r) const {
     std::vector<float> v(static_cast<size_t>(n_in));
