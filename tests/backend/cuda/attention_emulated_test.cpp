@@ -20,7 +20,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -30,6 +29,7 @@
 #include <vector>
 
 #include "backend/cuda/cuda_backend.h"
+#include "weight_test_util.h"
 
 namespace pagoda::backend::cuda {
 namespace {
@@ -235,19 +235,17 @@ std::vector<double> reference_row(const Cache& cache, const std::vector<float>& 
   return o;
 }
 
+// q [n_tokens][kHeads][head_dim] of the step: normal values.
 std::vector<float> random_queries(const Step& step, int32_t head_dim, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  std::vector<float> q(static_cast<size_t>(step.n_tokens) * kHeads * head_dim);
-  for (float& x : q) x = normal(rng);
-  return q;
+  return cuda_testing::random_rows(static_cast<int64_t>(kHeads) * head_dim, step.n_tokens, seed);
 }
 
-// The grid's splits as attention.cu chooses them: a power of two, one where contexts fit one.
+// The grid's splits as attention.cu chooses them (attention_splits, from the batch's
+// longest context).
 int32_t splits_for(const Step& step) {
-  if (step.max_context <= kSplitPositions) return 1;
-  return static_cast<int32_t>(std::bit_ceil(
-      static_cast<uint32_t>((step.max_context + kSplitPositions - 1) / kSplitPositions)));
+  DeviceAttentionBatch batch;
+  batch.max_n_context = step.max_context;
+  return attention_splits(batch);
 }
 
 struct Case {
