@@ -26,7 +26,6 @@
 #include <ucontext.h>
 
 #include <algorithm>
-#include <array>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -67,7 +66,7 @@ struct Barrier {
 };
 
 // The block being run: a fiber per thread, the block's barrier, and per warp a barrier
-// and 32 exchange slots.
+// and the bytes its lanes exchange through (warp_gather).
 struct Block {
   std::function<void()> body;
   int threads = 0;
@@ -76,7 +75,6 @@ struct Block {
   std::vector<bool> done;
   Barrier all;
   std::vector<Barrier> warps;
-  std::vector<std::array<uint64_t, 32>> slots;
   std::vector<int> votes;  // [threads]
   std::vector<uint4> dynamic_shared;  // the launch's dynamic shared memory, 16-byte aligned
   std::vector<std::vector<std::byte>> gathered;  // per warp: 32 lanes' values (warp_gather)
@@ -125,7 +123,6 @@ inline void run_block(int threads, Index index, std::function<void()> body, size
   b.contexts.resize(static_cast<size_t>(threads));
   b.done.assign(static_cast<size_t>(threads), false);
   b.warps.resize(static_cast<size_t>(threads / 32));
-  b.slots.resize(static_cast<size_t>(threads / 32));
   b.votes.assign(static_cast<size_t>(threads), 0);
   b.gathered.resize(static_cast<size_t>(threads / 32));
   block = &b;
@@ -191,17 +188,9 @@ void warp_gather(const T& mine, T (&all)[32]) {
 // Thread `source_lane`'s value of v, in the calling thread's warp.
 template <typename T>
 T warp_exchange(T v, int source_lane) {
-  static_assert(sizeof(T) <= sizeof(uint64_t));
-  const size_t warp = thread_index.x / 32, lane = thread_index.x % 32;
-  uint64_t bits = 0;
-  std::memcpy(&bits, &v, sizeof(T));
-  block->slots[warp][lane] = bits;
-  wait_at(block->warps[warp], 32);
-  const uint64_t got = block->slots[warp][static_cast<size_t>(source_lane)];
-  wait_at(block->warps[warp], 32);
-  T out;
-  std::memcpy(&out, &got, sizeof(T));
-  return out;
+  T all[32];
+  warp_gather(v, all);
+  return all[source_lane];
 }
 
 }  // namespace pagoda::simt
@@ -237,9 +226,10 @@ T __shfl_up_sync(unsigned, T v, int delta) {
   return pagoda::simt::warp_exchange(v, lane >= delta ? lane - delta : lane);
 }
 inline unsigned __ballot_sync(unsigned, int predicate) {
+  int all[32];
+  pagoda::simt::warp_gather(predicate != 0 ? 1 : 0, all);
   unsigned votes = 0;
-  const unsigned mine = predicate != 0 ? 1u << (threadIdx.x % 32) : 0u;
-  for (int lane = 0; lane < 32; ++lane) votes |= pagoda::simt::warp_exchange(mine, lane);
+  for (int lane = 0; lane < 32; ++lane) votes |= all[lane] != 0 ? 1u << lane : 0u;
   return votes;
 }
 inline void __syncwarp(unsigned = 0xffffffffu) {
