@@ -6,7 +6,8 @@
 namespace pagoda::engine {
 namespace {
 
-constexpr float kAverageWeight = 0.3f;   // of the newest verification in the running average
+// What a request's earlier counts keep of their weight at each new verification.
+constexpr float kOwnDecay = 0.7f;
 constexpr float kMinAcceptance = 0.1f;   // below it a request waits before proposing again
 constexpr int32_t kMaxWait = 64;
 constexpr float kIdleDrift = 1.0f / 16.0f;  // of the way back to the prior, per idle step
@@ -17,22 +18,34 @@ constexpr float kIdleDrift = 1.0f / 16.0f;  // of the way back to the prior, per
 // proposals it judged just worth their rows slowed batches of 16 requests down. Where
 // rows are nearly free (decoding bound by the memory) the margin changes nothing.
 constexpr double kWorthMargin = 0.25;
-// Of the newest verification in the shared average, once there have been 15 (before, the
-// prior counts as one verification and all weigh the same).
-constexpr float kSharedWeight = 1.0f / 16.0f;
+// What the shared counts keep of their weight at each new verification (of any request).
+constexpr float kSharedDecay = 15.0f / 16.0f;
 
 }  // namespace
 
+int32_t tried_proposals(int32_t proposed, int32_t accepted) {
+  return accepted < proposed ? accepted + 1 : accepted;
+}
+
 void SharedAcceptance::record(int32_t proposed, int32_t accepted) {
   if (proposed <= 0) return;
-  const float share = static_cast<float>(accepted) / static_cast<float>(proposed);
-  ++count_;
-  const float weight = std::max(kSharedWeight, 1.0f / static_cast<float>(count_ + 1));
-  estimate_ += weight * (share - estimate_);
+  const int32_t tried = tried_proposals(proposed, accepted);
+  kept_ = kSharedDecay * kept_ + static_cast<float>(accepted);
+  trials_ = kSharedDecay * trials_ + static_cast<float>(tried);
+  seen_ += tried;
+}
+
+float SharedAcceptance::estimate() const {
+  const float m = mean();
+  const float error = std::sqrt(m * (1.0f - m) / (static_cast<float>(seen_) + kPriorTrials));
+  return std::min(1.0f, m + error);
 }
 
 void start_from_shared(DraftLengthState& state, const SharedAcceptance& shared) {
-  if (state.verifications == 0) state.acceptance = shared.estimate();
+  if (state.verifications > 0) return;
+  state.acceptance = shared.estimate();
+  state.kept = state.acceptance * kPriorTrials;
+  state.trials = kPriorTrials;
 }
 
 int32_t draft_cap(DraftLengthState& state, int32_t max_tokens, bool* probe) {
@@ -64,14 +77,17 @@ int32_t own_draft_length(const DraftLengthState& state, int32_t max_tokens) {
 
 void record_draft_outcome(DraftLengthState& state, int32_t proposed, int32_t accepted) {
   if (proposed <= 0) return;
-  const float share = static_cast<float>(accepted) / static_cast<float>(proposed);
-  state.acceptance = (1.0f - kAverageWeight) * state.acceptance + kAverageWeight * share;
+  state.kept = kOwnDecay * state.kept + static_cast<float>(accepted);
+  state.trials = kOwnDecay * state.trials + static_cast<float>(tried_proposals(proposed, accepted));
+  state.acceptance = state.kept / state.trials;
   ++state.verifications;
   if (accepted > 0) state.next_wait = 4;
 }
 
 void record_draft_idle(DraftLengthState& state, float prior) {
-  if (state.acceptance < prior) state.acceptance += kIdleDrift * (prior - state.acceptance);
+  if (state.acceptance >= prior) return;
+  state.acceptance += kIdleDrift * (prior - state.acceptance);
+  state.kept = state.acceptance * state.trials;
 }
 
 namespace {

@@ -24,6 +24,7 @@ Expected<std::unique_ptr<DraftProposer>> DraftProposer::create(model::Model& dra
   // Warmed up, so that a request's first catch-up is not charged for what the backend
   // prepares on a first use and the catch-up cost first measured is a true one.
   PAGODA_TRY(proposer->runner_.warm_up());
+  PAGODA_TRY(proposer->measure_costs(config.block_size, n_blocks));
   return proposer;
 }
 
@@ -62,6 +63,40 @@ Expected<Sampler> make_draft_sampler(const Request& request, int32_t n_vocab) {
 }
 
 }  // namespace
+
+Status DraftProposer::measure_costs(int32_t block_size, int32_t n_blocks) {
+  // A catch-up of this many tokens, as a request's first proposal after its prompt runs.
+  constexpr int32_t kCatchUpTokens = 128;
+  const int32_t n_tokens = std::min({kCatchUpTokens, runner_.limits().max_batch_tokens, n_blocks * block_size - 1});
+  if (n_tokens < 4) return {};
+  const std::vector<int32_t> tokens(static_cast<size_t>(n_tokens) + 1, 0);
+  std::vector<int32_t> block_table(static_cast<size_t>(n_tokens / block_size + 1));
+  for (size_t i = 0; i < block_table.size(); ++i) block_table[i] = static_cast<int32_t>(i);
+  RunnerSequence sequence;
+  sequence.samples = true;
+  sequence.token_on_device = true;
+  sequence.tokens = tokens;
+  sequence.block_table = block_table;
+  // Each timed twice, the faster kept: a shared machine's noise only ever adds time.
+  auto fastest_of_two = [&]() -> Expected<double> {
+    double best = 0.0;
+    for (int i = 0; i < 2; ++i) {
+      const Clock::time_point start = Clock::now();
+      PAGODA_TRY(runner_.execute({}, std::span<const RunnerSequence>(&sequence, 1)).status());
+      const double seconds = seconds_since(start);
+      best = i == 0 ? seconds : std::min(best, seconds);
+    }
+    return best;
+  };
+  sequence.n_tokens = n_tokens;
+  PAGODA_ASSIGN_OR_RETURN(const double catch_up, fastest_of_two());
+  sequence.first_position = n_tokens;
+  sequence.n_tokens = 1;
+  PAGODA_ASSIGN_OR_RETURN(const double pass, fastest_of_two());
+  catch_up_seconds_per_token_ = catch_up / n_tokens;
+  pass_seconds_ = pass;
+  return {};
+}
 
 Status DraftProposer::choose(Request& request, size_t index, const StepLogits& step, int32_t row) {
   if (request.sampling.greedy()) {

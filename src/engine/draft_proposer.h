@@ -56,14 +56,19 @@ class DraftProposer {
   std::span<const RequestId> dropped() const { return dropped_; }
   int64_t n_tokens_run() const { return n_tokens_run_; }  // by the draft model, since start
   // Seconds of one pass that gives one proposal per request (a running average of the
-  // passes after the first, whose catch-up varies); 0 until one has run.
+  // passes after the first, whose catch-up varies), first timed when the proposer is
+  // made (one request).
   double pass_seconds() const { return pass_seconds_; }
   // Seconds a token of catch-up costs (running average over first passes of several
-  // tokens a request); 0 until measured.
+  // tokens a request), first timed when the proposer is made.
   double catch_up_seconds_per_token() const { return catch_up_seconds_per_token_; }
 
  private:
   DraftProposer(std::unique_ptr<backend::KvStorage> storage, ModelRunner runner);
+  // Times a catch-up pass and a one-token pass on the draft's blocks (none in use yet: it
+  // runs when the proposer is made), so that a first request's catch-up is priced at its
+  // cost and not at a guess.
+  Status measure_costs(int32_t block_size, int32_t n_blocks);
   // Proposal `index` of `request` from row `row` of a draft pass: its greedy token (a
   // greedy request's rows run token_on_device: their logits stay where they are) or a draw
   // from its logits.

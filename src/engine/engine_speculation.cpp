@@ -28,11 +28,7 @@ void keep_drafts(Request& request, bool looked_up, int32_t n) {
 double EngineCore::catch_up_charge(const Request& request, int32_t room) const {
   const int32_t lag = request.num_tokens() - 1 - request.draft_computed_tokens;
   if (lag <= 1) return 0.0;
-  // Until the draft's catch-up is measured, the model's own cost of a prompt token
-  // stands in for it (a draft costs less: the charge errs on the safe side).
-  const int32_t big = config_.scheduler.max_batched_tokens;
-  const double per_token = draft_->catch_up_seconds_per_token() > 0.0 ? draft_->catch_up_seconds_per_token()
-                                                                      : step_cost_.predict(big) / big;
+  const double per_token = draft_->catch_up_seconds_per_token();
   // Spread over the steps left, but no more than 16 of them: the catch-up must pay back
   // soon, not in a distant future that a cost estimate off by a little would never reach.
   const double steps_left = std::clamp(room / (1.0 + request.draft_length.acceptance), 1.0, 16.0);
@@ -72,6 +68,7 @@ void EngineCore::propose_drafts(const SchedulerOutput& plan) {
     // own_draft_length): its output then depends on its seed alone.
     const bool own = draft_ && !request->sampling.greedy() && request->sampling.seed.has_value();
     if (!own) start_from_shared(request->draft_length, shared_acceptance_);
+    const bool exploring = !own && shared_acceptance_.exploring();
     bool probe = false;
     int32_t available = adaptive ? draft_cap(request->draft_length, room, &probe) : room;
     if (available <= 0) continue;
@@ -91,7 +88,7 @@ void EngineCore::propose_drafts(const SchedulerOutput& plan) {
     if (fixed_seconds > 0.0 && !step_cost_.measured(scheduler_.n_running())) continue;
     candidates_.push_back({.acceptance = request->draft_length.acceptance,
                            .max_tokens = available,
-                           .probe = probe,
+                           .probe = probe || exploring,
                            .fixed_seconds = fixed_seconds});
     candidate_requests_.push_back(request);
   }

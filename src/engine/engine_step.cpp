@@ -171,8 +171,12 @@ void EngineCore::process_logits(const SchedulerOutput& plan, const StepLogits& l
     const auto n_kept = static_cast<int32_t>(output->new_tokens.size()) - 1;
     if (!s.drafts.empty()) {
       const auto n_drafts = static_cast<int32_t>(s.drafts.size());
-      record_draft_outcome(s.request->draft_length, n_drafts, n_kept);
-      shared_acceptance_.record(n_drafts, n_kept);
+      // A request that ends here may have stopped inside its kept proposals: its count
+      // says nothing of the proposer.
+      if (output->finish == FinishReason::kNone) {
+        record_draft_outcome(s.request->draft_length, n_drafts, n_kept);
+        shared_acceptance_.record(n_drafts, n_kept);
+      }
       s.request->n_proposed_tokens += n_drafts;
       s.request->n_accepted_tokens += n_kept;
     }
