@@ -221,6 +221,26 @@ TEST(DraftLength, GivesRowsToTheProposalsWorthTheirCost) {
             (std::vector<int32_t>{1}));
 }
 
+// Until the engine's verifications have tried kExplorationTrials proposals, a request's
+// proposals are probes (EngineCore::propose_drafts): all verified, whatever the rows cost.
+TEST(DraftLength, TheFirstProposalsAreVerifiedWhateverTheyCost) {
+  SharedAcceptance shared;
+  EXPECT_TRUE(shared.exploring());
+  shared.record(4, 4);  // 4 tried
+  EXPECT_TRUE(shared.exploring());
+  shared.record(3, 2);  // 3 more
+  EXPECT_TRUE(shared.exploring());
+  shared.record(2, 0);  // 1 more: 8
+  EXPECT_FALSE(shared.exploring());
+  EXPECT_EQ(shared.trials_seen(), SharedAcceptance::kExplorationTrials);
+  // A row costs what a token does: no proposal is worth it, unless it is a probe.
+  const StepCostModel linear = measured_cost(0.0, 0.001);
+  EXPECT_EQ(chosen_lengths({{.acceptance = 0.6f, .max_tokens = 3}}, 3, linear),
+            (std::vector<int32_t>{0}));
+  EXPECT_EQ(chosen_lengths({{.acceptance = 0.6f, .max_tokens = 3, .probe = true}}, 3, linear),
+            (std::vector<int32_t>{3}));
+}
+
 // A draft model's first request: a target step of 37 ms whatever its rows (decoding bound
 // by reading the weights), a draft pass of 12.5 ms, and a catch-up over a prompt of 146
 // tokens at 1.5 ms a token spread over 16 steps (13.7 ms a step). Judged by the prior
