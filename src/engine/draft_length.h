@@ -25,14 +25,13 @@
 // the draft is; and the first proposal after a prompt, where models differ in style
 // more than anywhere, is often refused). While the trials are still few the shared
 // estimate is optimistic too (plus its standard error), so that those first verifications
-// are long enough to measure something. A request whose estimate falls
-// very low stops proposing, and tries a single proposal again after a wait that doubles
-// each time (so a request that was hard to predict can recover, at little cost). An
-// estimate below that shared one that no verification refreshes (the request proposes,
-// but its proposals are not worth their rows) drifts back up towards it, so that one
-// unlucky early verification does not keep a request from speculating for the rest of
-// its life: where rows are cheap it is soon verified again and measured; where they are
-// dear it still gets none.
+// are long enough to measure something. A request whose estimate falls very low stops
+// proposing, and tries a single proposal again after a wait that doubles each time (so a
+// request that was hard to predict can recover, at little cost). An estimate below that
+// shared one that no verification refreshes (the request proposes, but its proposals are
+// not worth their rows) drifts back up towards it, so that one unlucky early verification
+// does not keep a request from speculating for the rest of its life: where rows are cheap
+// it is soon verified again and measured; where they are dear it still gets none.
 
 #include <cstdint>
 #include <span>
@@ -83,8 +82,8 @@ class SharedAcceptance {
 };
 
 // Where a request's own estimate starts and drifts back to: `shared` (as kPriorTrials
-// trials) until its first verification (a request whose output must depend on its seed alone, see
-// own_draft_length, keeps kPriorAcceptance instead).
+// trials) until its first verification (a request whose output must depend on its seed
+// alone, see own_draft_length, keeps kPriorAcceptance instead).
 void start_from_shared(DraftLengthState& state, const SharedAcceptance& shared);
 
 // The most proposals the request may verify next step: 0 while it waits, 1 when a wait
