@@ -14,6 +14,7 @@ Expected<engine::SpeculativeConfig> SpeculativeArgs::config() const {
   config.ngram_min = ngram_min;
   config.ngram_max = ngram_max;
   config.adaptive = adaptive;
+  config.draft_p_min = draft_p_min;
   PAGODA_TRY(config.validate());
   return config;
 }
@@ -31,6 +32,10 @@ void add_speculative_options(CLI::App& command, SpeculativeArgs& args) {
   command.add_flag("!--no-speculative-adaptive", args.adaptive,
                    "Verify every proposal a request has, instead of those worth their rows "
                    "(by its acceptance and the measured cost of a step)");
+  command.add_option("--speculative-p-min", args.draft_p_min,
+                     "A draft model stops proposing for a greedy request at the first token it gives "
+                     "less than this chance (0: never)")
+      ->capture_default_str();
   command.add_option("--speculative-ngram-min", args.ngram_min, "Shortest suffix prompt lookup matches")
       ->capture_default_str();
   command.add_option("--speculative-ngram-max", args.ngram_max, "Longest suffix prompt lookup matches")

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <limits>
 #include <utility>
 #include <vector>
 
@@ -20,7 +22,8 @@ Expected<std::unique_ptr<DraftProposer>> DraftProposer::create(model::Model& dra
                             .max_sequences = config.scheduler.max_running,
                             .max_logit_rows = load.max_logit_rows};
   PAGODA_ASSIGN_OR_RETURN(ModelRunner runner, ModelRunner::create(draft, backend, *storage, limits));
-  auto proposer = std::unique_ptr<DraftProposer>(new DraftProposer(std::move(storage), std::move(runner)));
+  auto proposer = std::unique_ptr<DraftProposer>(
+      new DraftProposer(std::move(storage), std::move(runner), config.speculative.draft_p_min));
   // Warmed up, so that a request's first catch-up is not charged for what the backend
   // prepares on a first use and the catch-up cost first measured is a true one.
   PAGODA_TRY(proposer->runner_.warm_up());
@@ -32,12 +35,18 @@ uint64_t DraftProposer::block_bytes(const model::Model& draft, const EngineConfi
   return model::kv_cache_shape(draft.config(), 1, config.block_size, config.kv_type).block_bytes();
 }
 
-DraftProposer::DraftProposer(std::unique_ptr<backend::KvStorage> storage, ModelRunner runner)
-    : storage_(std::move(storage)), runner_(std::move(runner)) {}
+DraftProposer::DraftProposer(std::unique_ptr<backend::KvStorage> storage, ModelRunner runner, float p_min)
+    : storage_(std::move(storage)),
+      runner_(std::move(runner)),
+      log_p_min_(p_min > 0.0f ? std::log(p_min) : -std::numeric_limits<float>::infinity()) {}
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// A greedy draft row's token with its log-probability (the draft's chance for it, which
+// decides whether it is proposed at all).
+const RowSampling kGreedyWithChance{.logprobs = true};
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
@@ -46,6 +55,13 @@ double seconds_since(Clock::time_point start) {
 // A running average of timings, the first one taken as it is.
 void average_in(double& average, double seconds) {
   average = average > 0.0 ? 0.8 * average + 0.2 * seconds : seconds;
+}
+
+// A greedy request's draft rows choose their token where the logits are, with its chance
+// where the draft may decline it.
+void set_token_on_device(const Request& request, RunnerSequence& sequence, bool with_chance) {
+  sequence.token_on_device = request.sampling.greedy();
+  if (sequence.token_on_device && with_chance) sequence.samplings = std::span<const RowSampling>(&kGreedyWithChance, 1);
 }
 
 // The draft's sampler of a sampled request: its temperature and truncation, nothing that
@@ -98,12 +114,16 @@ Status DraftProposer::measure_costs(int32_t block_size, int32_t n_blocks) {
   return {};
 }
 
-Status DraftProposer::choose(Request& request, size_t index, const StepLogits& step, int32_t row) {
+Expected<bool> DraftProposer::choose(Request& request, size_t index, const StepLogits& step, int32_t row) {
   if (request.sampling.greedy()) {
-    // A row without a finite logit proposes token 0 (argmax_logit's answer for it): the
-    // target's verification decides.
-    request.draft_tokens[index] = std::max(step.device_token(row), 0);
-    return {};
+    // A row without a finite logit (argmax_logit's answer: 0, or a row left to the host)
+    // proposes nothing.
+    const int32_t token = step.device_token(row);
+    if (token < 0) return false;
+    const std::span<const RowLogprobs> chance = step.device_logprobs(row, 1);
+    if (!chance.empty() && !(chance[0].chosen >= log_p_min_)) return false;
+    request.draft_tokens[index] = token;
+    return true;
   }
   const std::span<const float> logits = step.row(row);
   const size_t n_vocab = logits.size();
@@ -117,19 +137,35 @@ Status DraftProposer::choose(Request& request, size_t index, const StepLogits& s
   double total = 0.0;
   for (const float weight : q) total += weight;
   request.draft_tokens[index] = static_cast<int32_t>(draw_index(q, total, request.draft_sampler->draw_uniform()));
-  return {};
+  return true;
+}
+
+void DraftProposer::decline(SchedulerOutput& plan, size_t i, int32_t kept) {
+  Request& request = *proposing_[i];
+  ScheduledRequest& entry = *entries_[i];
+  const int32_t declined = entry.n_draft_tokens - kept;
+  plan.n_tokens -= declined;
+  entry.n_tokens -= declined;
+  entry.n_draft_tokens = kept;
+  const size_t n_vocab = request.draft_tokens.empty() ? 0 : request.draft_probs.size() / request.draft_tokens.size();
+  request.draft_tokens.resize(static_cast<size_t>(kept));
+  request.draft_probs.resize(static_cast<size_t>(kept) * n_vocab);
+  request.n_declined_drafts += declined;
+  dropped_.push_back(request.id);
 }
 
 Status DraftProposer::propose(SchedulerOutput& plan, Scheduler& scheduler, const kv::KvCacheManager& kv) {
   PAGODA_TRY(runner_.copy_blocks(plan.block_copies));  // the draft's K/V moves with the model's
   sequences_.clear();
   proposing_.clear();
+  entries_.clear();
   dropped_.clear();
   int32_t budget = runner_.limits().max_batch_tokens;
   for (ScheduledRequest& entry : plan.scheduled) {
     if (entry.n_draft_tokens == 0) continue;
     Request* request = scheduler.find(entry.id);
     if (request == nullptr) continue;
+    request->n_declined_drafts = 0;
     // The draft runs up to the request's last token, whose row gives the first proposal.
     const int32_t end = request->num_tokens();
     const int32_t start = std::min(request->draft_computed_tokens, end - 1);
@@ -154,11 +190,12 @@ Status DraftProposer::propose(SchedulerOutput& plan, Scheduler& scheduler, const
     }
     sequence.n_tokens = end - start;
     sequence.samples = true;
-    sequence.token_on_device = request->sampling.greedy();
+    set_token_on_device(*request, sequence, log_p_min_ > -std::numeric_limits<float>::infinity());
     sequences_.push_back(sequence);
     budget -= sequence.n_tokens;
     request->draft_computed_tokens = end;
     proposing_.push_back(request);
+    entries_.push_back(&entry);
   }
   if (sequences_.empty()) return {};
   int64_t first_pass_tokens = 0;
@@ -170,7 +207,10 @@ Status DraftProposer::propose(SchedulerOutput& plan, Scheduler& scheduler, const
   if (first_pass_tokens >= 4 * static_cast<int64_t>(sequences_.size())) {
     average_in(catch_up_seconds_per_token_, seconds_since(first_pass_start) / static_cast<double>(first_pass_tokens));
   }
-  for (size_t i = 0; i < proposing_.size(); ++i) PAGODA_TRY(choose(*proposing_[i], 0, logits, static_cast<int32_t>(i)));
+  for (size_t i = 0; i < proposing_.size(); ++i) {
+    PAGODA_ASSIGN_OR_RETURN(const bool proposed, choose(*proposing_[i], 0, logits, static_cast<int32_t>(i)));
+    if (!proposed) decline(plan, i, 0);
+  }
   // Pass j runs proposal j - 1 (at position num_tokens + j - 1) for proposal j.
   for (size_t j = 1;; ++j) {
     sequences_.clear();
@@ -180,7 +220,7 @@ Status DraftProposer::propose(SchedulerOutput& plan, Scheduler& scheduler, const
       sequence.first_position = request->num_tokens() + static_cast<int32_t>(j) - 1;
       sequence.n_tokens = 1;
       sequence.samples = true;
-      sequence.token_on_device = request->sampling.greedy();
+      set_token_on_device(*request, sequence, log_p_min_ > -std::numeric_limits<float>::infinity());
       sequence.tokens = request->tokens;
       sequence.draft_tokens = std::span<const int32_t>(request->draft_tokens).first(j);
       sequence.block_table = kv.block_table(request->id);
@@ -193,9 +233,10 @@ Status DraftProposer::propose(SchedulerOutput& plan, Scheduler& scheduler, const
     PAGODA_ASSIGN_OR_RETURN(logits, runner_.execute({}, sequences_));
     average_in(pass_seconds_, seconds_since(pass_start));
     int32_t row = 0;
-    for (Request* request : proposing_) {
-      if (request->draft_tokens.size() <= j) continue;
-      PAGODA_TRY(choose(*request, j, logits, row++));
+    for (size_t i = 0; i < proposing_.size(); ++i) {
+      if (proposing_[i]->draft_tokens.size() <= j) continue;
+      PAGODA_ASSIGN_OR_RETURN(const bool proposed, choose(*proposing_[i], j, logits, row++));
+      if (!proposed) decline(plan, i, static_cast<int32_t>(j));
     }
   }
   return {};

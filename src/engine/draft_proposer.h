@@ -18,7 +18,13 @@
 // those requests' draft computes there too, the tokens up to them being the same.
 //
 // A greedy request's proposals are the draft's most likely tokens (a point-mass
-// proposal), kept exactly as far as the target's own choices agree. A sampled request's
+// proposal), kept exactly as far as the target's own choices agree. Its run of proposals
+// ends at the first token the draft gives less than SpeculativeConfig::draft_p_min (its
+// chance comes back with the token, RowSampling::logprobs): where the draft is unsure the
+// target mostly refuses, and each proposal past the first refused one costs a row of the
+// target's pass and a draft pass for nothing. The proposals it declines leave the plan
+// (their blocks trimmed, listed by dropped()) and count as refused
+// (Request::n_declined_drafts). A sampled request's
 // are drawn from the draft's distribution at the request's temperature and truncation,
 // kept in Request::draft_probs for the rejection rule (RequestProcessor::sample).
 
@@ -64,20 +70,24 @@ class DraftProposer {
   double catch_up_seconds_per_token() const { return catch_up_seconds_per_token_; }
 
  private:
-  DraftProposer(std::unique_ptr<backend::KvStorage> storage, ModelRunner runner);
+  DraftProposer(std::unique_ptr<backend::KvStorage> storage, ModelRunner runner, float p_min);
   // Times a catch-up pass and a one-token pass on the draft's blocks (none in use yet: it
   // runs when the proposer is made), so that a first request's catch-up is priced at its
   // cost and not at a guess.
   Status measure_costs(int32_t block_size, int32_t n_blocks);
   // Proposal `index` of `request` from row `row` of a draft pass: its greedy token (a
   // greedy request's rows run token_on_device: their logits stay where they are) or a draw
-  // from its logits.
-  Status choose(Request& request, size_t index, const StepLogits& logits, int32_t row);
+  // from its logits. False where the draft declines it (a greedy token below p_min).
+  Expected<bool> choose(Request& request, size_t index, const StepLogits& logits, int32_t row);
+  // Proposing request i keeps its first `kept` proposals, the plan and its entry their rows.
+  void decline(SchedulerOutput& plan, size_t i, int32_t kept);
 
   std::unique_ptr<backend::KvStorage> storage_;
   ModelRunner runner_;
   std::vector<RunnerSequence> sequences_;  // [requests of a pass]
   std::vector<Request*> proposing_;        // [requests with proposals to fill], in pass 1's order
+  std::vector<ScheduledRequest*> entries_;  // [the same]: their entries in the plan
+  float log_p_min_;                         // log(draft_p_min); -inf: the draft declines nothing
   std::vector<RequestId> dropped_;         // [requests whose proposals the step lost]
   int64_t n_tokens_run_ = 0;
   double pass_seconds_ = 0.0;

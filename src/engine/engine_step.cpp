@@ -88,8 +88,10 @@ bool EngineCore::step(std::vector<Delivery>& out) {
       fail_step(plan, drafted, out);
       return true;
     }
-    for (const RequestId id : draft_->dropped()) {
-      if (const Request* request = scheduler_.find(id)) kv_.truncate(id, request->num_tokens());
+    for (const RequestId id : draft_->dropped()) {  // blocks past the proposals it keeps
+      if (const Request* request = scheduler_.find(id)) {
+        kv_.truncate(id, request->num_tokens() + static_cast<int32_t>(request->draft_tokens.size()));
+      }
     }
   }
   n_batched_tokens_ += plan.n_tokens;
@@ -169,13 +171,14 @@ void EngineCore::process_logits(const SchedulerOutput& plan, const StepLogits& l
       continue;
     }
     const auto n_kept = static_cast<int32_t>(output->new_tokens.size()) - 1;
-    if (!s.drafts.empty()) {
+    const int32_t n_declined = std::exchange(s.request->n_declined_drafts, 0);
+    if (!s.drafts.empty() || n_declined > 0) {
       const auto n_drafts = static_cast<int32_t>(s.drafts.size());
       // A request that ends here may have stopped inside its kept proposals: its count
-      // says nothing of the proposer.
+      // says nothing of the proposer. Proposals the draft declined count as refused.
       if (output->finish == FinishReason::kNone) {
-        record_draft_outcome(s.request->draft_length, n_drafts, n_kept);
-        shared_acceptance_.record(n_drafts, n_kept);
+        record_draft_outcome(s.request->draft_length, n_drafts + n_declined, n_kept);
+        shared_acceptance_.record(n_drafts + n_declined, n_kept);
       }
       s.request->n_proposed_tokens += n_drafts;
       s.request->n_accepted_tokens += n_kept;

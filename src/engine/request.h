@@ -48,6 +48,10 @@ struct Request {
   // the last token and kept only as far as the target's own choices agree (never part of
   // `tokens` before that). Empty when the request has no proposal this step.
   std::vector<int32_t> draft_tokens;
+  // Proposals the draft declined this step (its chance for the next one below
+  // SpeculativeConfig::draft_p_min): planned, never verified, counted as refused by the
+  // acceptance estimate.
+  int32_t n_declined_drafts = 0;
   bool speculative = true;  // the request lets the engine speculate (when it is configured to)
   DraftLengthState draft_length;
   // With a draft model: leading positions whose K/V the draft holds (its own cache, in the

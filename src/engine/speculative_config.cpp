@@ -17,6 +17,10 @@ Status SpeculativeConfig::validate() const {
     return invalid_argument("the n-gram sizes of prompt lookup must satisfy 1 <= min <= max <= 16, got min " +
                             std::to_string(ngram_min) + " and max " + std::to_string(ngram_max));
   }
+  if (!(draft_p_min >= 0.0f && draft_p_min <= 1.0f)) {
+    return invalid_argument("the draft's least chance to propose a token must be in [0, 1], got " +
+                            std::to_string(draft_p_min));
+  }
   return {};
 }
 

@@ -31,11 +31,16 @@ struct SpeculativeConfig {
   // Each request verifies as many proposals as are worth their rows (draft_length.h);
   // off: every request verifies num_speculative_tokens whenever it has them.
   bool adaptive = true;
+  // kDraft, greedy requests: the draft stops proposing at the first token it gives less
+  // than this chance (the rest of the run would likely be refused, each costing a row and
+  // a draft pass); 0: never.
+  float draft_p_min = 0.75f;
 
   bool enabled() const { return method != SpeculativeMethod::kNone; }
   // num_speculative_tokens, or the method's default when it is 0.
   int32_t max_draft_tokens() const;
-  // Fails on a count outside [0, 16] or n-gram bounds outside 1 <= min <= max <= 16.
+  // Fails on a count outside [0, 16], n-gram bounds outside 1 <= min <= max <= 16, or a
+  // draft_p_min outside [0, 1].
   Status validate() const;
 };
 

@@ -153,6 +153,37 @@ TEST_F(SpeculativeDraft, TheDraftRunsOnlyForRequestsThatPropose) {
   EXPECT_EQ(off.n_draft_model_tokens, 0);
 }
 
+// The draft stops a greedy request's run of proposals at the first token it is unsure of
+// (SpeculativeConfig::draft_p_min): fewer proposals reach the model, of which a larger
+// share is kept, the outputs are unchanged, and the blocks the declined proposals had are
+// free again (run() checks every block is free at the end, also after preemptions).
+TEST_F(SpeculativeDraft, TheDraftDeclinesTheTokensItIsUnsureOf) {
+  std::vector<EngineRequest> requests = story_requests(*m_.tokenizer);
+  for (EngineRequest& r : requests) r.sampling.temperature = 0.0f;
+  for (const int32_t n_blocks : {256, 24}) {
+    SCOPED_TRACE(std::to_string(n_blocks) + " blocks");
+    const std::vector<Received> plain = run(config(SpeculativeMethod::kNone, n_blocks), nullptr, requests);
+    EngineConfig every = config(SpeculativeMethod::kDraft, n_blocks, quantized_.model.get());
+    EngineConfig sure = every;
+    sure.speculative.draft_p_min = 0.9f;
+    EngineStats all_stats, sure_stats;
+    expect_same(plain, run(every, quantized_.model.get(), requests, &all_stats));
+    expect_same(plain, run(sure, quantized_.model.get(), requests, &sure_stats));
+    const auto share = [](const EngineStats& s) {
+      return static_cast<double>(s.scheduler.n_accepted_draft_tokens) / static_cast<double>(s.scheduler.n_draft_tokens);
+    };
+    EXPECT_GT(sure_stats.scheduler.n_draft_tokens, 0);
+    EXPECT_LT(sure_stats.scheduler.n_draft_tokens, all_stats.scheduler.n_draft_tokens);
+    EXPECT_GT(share(sure_stats), share(all_stats));
+    // A draft that is never sure enough proposes nothing, and the outputs stay the same.
+    EngineConfig never = every;
+    never.speculative.draft_p_min = 1.0f;
+    EngineStats never_stats;
+    expect_same(plain, run(never, quantized_.model.get(), requests, &never_stats));
+    EXPECT_LT(never_stats.scheduler.n_draft_tokens, sure_stats.scheduler.n_draft_tokens);
+  }
+}
+
 TEST_F(SpeculativeDraft, AbortsLeaveEveryBlockFree) {
   Expected<std::unique_ptr<Engine>> engine =
       Engine::create(*m_.model, *m_.backend, *m_.tokenizer,

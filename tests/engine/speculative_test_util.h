@@ -59,10 +59,11 @@ inline EngineConfig config_with_blocks(const model::ModelConfig& model, int32_t 
                            static_cast<uint64_t>(n_blocks);
   config.speculative.method = method;
   if (method != SpeculativeMethod::kNone) config.speculative.num_speculative_tokens = 4;
-  // Every request verifies 4 proposals whenever it has them: these tests are about what
-  // verification keeps, not about how many proposals are worth a row (which depends on
-  // measured timings).
+  // Every request verifies 4 proposals whenever it has them, the draft declining none:
+  // these tests are about what verification keeps, not about how many proposals are
+  // worth a row (which depends on measured timings).
   config.speculative.adaptive = false;
+  config.speculative.draft_p_min = 0.0f;
   return config;
 }
 

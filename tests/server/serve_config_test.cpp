@@ -79,7 +79,7 @@ TEST(ServeConfig, EveryFlag) {
        "--prefix-cache-eviction", "lfu", "--max-priority-boost", "4", "--no-metrics",
        "--metrics-path", "/prom", "--no-speculative-ngram", "--speculative-model", kModel,
        "--num-speculative-tokens", "5", "--speculative-ngram-min", "3", "--speculative-ngram-max", "6",
-       "--no-speculative-adaptive"});
+       "--no-speculative-adaptive", "--speculative-p-min", "0.5"});
   ASSERT_TRUE(config.ok()) << config.status().message();
   const ServeConfig& c = *config;
   EXPECT_EQ(c.model_name, "tiny");
@@ -89,6 +89,7 @@ TEST(ServeConfig, EveryFlag) {
   EXPECT_EQ(c.engine.speculative.ngram_min, 3);
   EXPECT_EQ(c.engine.speculative.ngram_max, 6);
   EXPECT_FALSE(c.engine.speculative.adaptive);
+  EXPECT_EQ(c.engine.speculative.draft_p_min, 0.5f);
   EXPECT_EQ(c.chat_template_file, tmpl);
   EXPECT_EQ(c.backend.cpu.numerics, backend::CpuNumerics::kReference);
   EXPECT_TRUE(c.backend.cpu.mmap_weights);
@@ -153,6 +154,12 @@ TEST(ServeConfig, SpeculationTakesOneMethodAndChecksItsValues) {
       << missing.status().message();
   EXPECT_FALSE(Resolve{}({"--model", kModel, "--num-speculative-tokens", "17"}).ok());
   EXPECT_FALSE(Resolve{}({"--model", kModel, "--speculative-ngram-min", "0"}).ok());
+  EXPECT_EQ(none->engine.speculative.draft_p_min, 0.75f);
+  const Expected<ServeConfig> too_sure = Resolve{}({"--model", kModel, "--speculative-p-min", "1.5"});
+  ASSERT_FALSE(too_sure.ok());
+  EXPECT_NE(too_sure.status().message().find("must be in [0, 1], got 1.5"), std::string::npos)
+      << too_sure.status().message();
+  EXPECT_FALSE(Resolve{}({"--model", kModel, "--speculative-p-min", "nan"}).ok());
 }
 
 TEST(ServeConfig, FlagBeatsEnvironmentBeatsFileBeatsDefault) {

@@ -69,7 +69,7 @@ TEST(ServeConfig, TomlSectionsAsAnOperatorWritesThem) {
       "[logging]\nlevel = \"warn\"\nformat = \"json\"\n"
       "[limits]\nrate_limit_rpm = 60\nmax_queued = 7\nmax-body-bytes = \"1MiB\"\n"
       "[metrics]\nenabled = true\npath = \"/internal/metrics\"\n"
-      "[speculative]\nngram = true\nnum_tokens = 6\nngram_min = 1\nngram_max = 5\n");
+      "[speculative]\nngram = true\nnum_tokens = 6\nngram_min = 1\nngram_max = 5\np_min = 0.9\n");
   const Expected<ServeConfig> config = Resolve{}({"--config", file});
   ASSERT_TRUE(config.ok()) << config.status().message();
   const ServeConfig& c = *config;
@@ -103,6 +103,7 @@ TEST(ServeConfig, TomlSectionsAsAnOperatorWritesThem) {
   EXPECT_EQ(c.engine.speculative.num_speculative_tokens, 6);
   EXPECT_EQ(c.engine.speculative.ngram_min, 1);
   EXPECT_EQ(c.engine.speculative.ngram_max, 5);
+  EXPECT_EQ(c.engine.speculative.draft_p_min, 0.9f);
 }
 
 TEST(ServeConfig, PrintConfigShowsEveryValueAndItsSource) {

@@ -26,6 +26,13 @@ Status set_integer(T& field, const Values& values, int64_t min, int64_t max) {
   return Status::ok_status();
 }
 
+Status set_share(float& field, const Values& values) {
+  PAGODA_ASSIGN_OR_RETURN(const double value, parse_number(values.back()));
+  if (!(value >= 0.0 && value <= 1.0)) return invalid_argument("must be in [0, 1], got " + values.back());
+  field = static_cast<float>(value);
+  return Status::ok_status();
+}
+
 Status set_seconds(std::chrono::seconds& field, const Values& values, int64_t min) {
   PAGODA_ASSIGN_OR_RETURN(const int64_t value, parse_integer(values.back(), min, 86400));
   field = std::chrono::seconds(value);
@@ -288,6 +295,10 @@ const SettingSpec kSettings[] = {
      "Each request verifies as many proposals as are worth their rows, by its acceptance "
      "and the measured cost of a step (--no-speculative-adaptive: always all it has)",
      [](ServeConfig& c, const Values& v) { return set_bool(c.engine.speculative.adaptive, v); }},
+    {"speculative-p-min", "", SettingKind::kNumber, "P", "0.75", kEngine,
+     "A draft model stops proposing for a greedy request at the first token it gives less "
+     "than this chance (0: never)",
+     [](ServeConfig& c, const Values& v) { return set_share(c.engine.speculative.draft_p_min, v); }},
     {"speculative-ngram-min", "", SettingKind::kInteger, "INT", "2", kEngine,
      "Shortest suffix of a request that prompt lookup matches",
      [](ServeConfig& c, const Values& v) { return set_integer(c.engine.speculative.ngram_min, v, 1, 16); }},

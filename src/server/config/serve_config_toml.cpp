@@ -126,6 +126,7 @@ constexpr SectionKey kSectionKeys[] = {
     {"speculative", "adaptive", "speculative-adaptive"},
     {"speculative", "ngram_min", "speculative-ngram-min"},
     {"speculative", "ngram_max", "speculative-ngram-max"},
+    {"speculative", "p_min", "speculative-p-min"},
     {"metrics", "enabled", "metrics"},
     {"metrics", "path", "metrics-path"},
     {"metrics", "metrics_path", "metrics-path"},
