@@ -20,7 +20,7 @@ struct SpeculativeArgs {
   int32_t ngram_min = 2;
   int32_t ngram_max = 4;
   bool adaptive = true;
-  float draft_p_min = 0.75f;
+  float draft_p_min = 0.0f;
 
   // The engine's settings; fails when both methods are asked for, or on values out of
   // range.

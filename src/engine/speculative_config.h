@@ -33,8 +33,9 @@ struct SpeculativeConfig {
   bool adaptive = true;
   // kDraft, greedy requests: the draft stops proposing at the first token it gives less
   // than this chance (the rest of the run would likely be refused, each costing a row and
-  // a draft pass); 0: never.
-  float draft_p_min = 0.75f;
+  // a draft pass); 0: never. Off by default: on the CPU the chance costs a pass over the
+  // vocabulary per draft row, and the rows it saved were worth less (README).
+  float draft_p_min = 0.0f;
 
   bool enabled() const { return method != SpeculativeMethod::kNone; }
   // num_speculative_tokens, or the method's default when it is 0.

@@ -154,7 +154,7 @@ TEST(ServeConfig, SpeculationTakesOneMethodAndChecksItsValues) {
       << missing.status().message();
   EXPECT_FALSE(Resolve{}({"--model", kModel, "--num-speculative-tokens", "17"}).ok());
   EXPECT_FALSE(Resolve{}({"--model", kModel, "--speculative-ngram-min", "0"}).ok());
-  EXPECT_EQ(none->engine.speculative.draft_p_min, 0.75f);
+  EXPECT_EQ(none->engine.speculative.draft_p_min, 0.0f);
   const Expected<ServeConfig> too_sure = Resolve{}({"--model", kModel, "--speculative-p-min", "1.5"});
   ASSERT_FALSE(too_sure.ok());
   EXPECT_NE(too_sure.status().message().find("must be in [0, 1], got 1.5"), std::string::npos)

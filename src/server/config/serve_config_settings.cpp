@@ -295,7 +295,7 @@ const SettingSpec kSettings[] = {
      "Each request verifies as many proposals as are worth their rows, by its acceptance "
      "and the measured cost of a step (--no-speculative-adaptive: always all it has)",
      [](ServeConfig& c, const Values& v) { return set_bool(c.engine.speculative.adaptive, v); }},
-    {"speculative-p-min", "", SettingKind::kNumber, "P", "0.75", kEngine,
+    {"speculative-p-min", "", SettingKind::kNumber, "P", "0", kEngine,
      "A draft model stops proposing for a greedy request at the first token it gives less "
      "than this chance (0: never)",
      [](ServeConfig& c, const Values& v) { return set_share(c.engine.speculative.draft_p_min, v); }},
