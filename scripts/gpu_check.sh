@@ -319,7 +319,8 @@ stage_speculative() {
 # Prompt lookup on the default model (the speculative decoding issue's figure: at 16
 # requests at once, at least 1.2 times the output tokens/s without): the prompts that ask
 # to repeat or edit a text, 16 at a time and one at a time, each beside the same run
-# without speculation, alternated twice. The default model is over what one device run
+# without speculation, alternated twice; then the default model as a draft for its F16
+# copy, with and without --speculative-p-min. The default model is over what one device run
 # may carry beside the bundle: a run before this one leaves it at
 # $PAGODA_GPU_DEFAULT_MODEL (or in the bundle's models/), else the stage skips.
 stage_prompt_lookup() {
@@ -337,7 +338,22 @@ stage_prompt_lookup() {
       done
     done
   done
-  note=$(grep -E "^variant: |^output: " "$log" | sed -E 's/ +/ /g' | cut -c1-70 | tr '\n' ';')
+  # The default model drafting for its F16 copy on the same prompts, with and without
+  # --speculative-p-min (its chance costs the CPU a pass over the vocabulary per draft
+  # row; on the GPU it comes with the token).
+  local target=/tmp/pagoda-default-f16.gguf p_min
+  run_logged "$log" "$limit" "$bundle/pagoda" quantize "$model" "$target" f16 || return 1
+  for round in 1 2; do
+    for requests in 1 16; do
+      for p_min in 0 0.75; do
+        echo "variant: round $round, $requests at a time, F16 copy with the draft, p_min $p_min" >>"$log"
+        run_logged "$log" "$limit" "$bundle/pagoda" bench --device cuda -m "$target" --concurrency "$requests" \
+          --num-requests "$((requests == 1 ? 3 : 48))" "${prompts[@]}" --gen-len 256 \
+          --speculative-model "$model" --speculative-p-min "$p_min" || status=1
+      done
+    done
+  done
+  note=$(grep -E "^variant: |^output: |^speculative: " "$log" | sed -E 's/ +/ /g' | cut -c1-70 | tr '\n' ';')
   return $status
 }
 
@@ -375,7 +391,7 @@ stage_pagoda_run() {
 # name:timeout_s, in order: what says the GPU computes the host's answers first (the
 # engine's tokens sampled on the device among them), then the timings.
 all_stages=(gpu:20 libraries:10 cuda_backend:150 gpu_models:90 engine:120 pagoda_run:40 bench:270 bisect:120
-  kernels:90 serve_bench:90 serve_e2e:150 speculative:90 prompt_lookup:120)
+  kernels:90 serve_bench:90 serve_e2e:150 speculative:90 prompt_lookup:240)
 failed_stages=""
 
 main() {
