@@ -47,7 +47,7 @@ constexpr Shape kShapes[] = {
     {"8b.ffn_down", 4096, 14336},
 };
 constexpr DType kTypes[] = {DType::Q4_K, DType::Q8_0, DType::Q4_1, DType::Q6_K, DType::Q4_0, DType::IQ4_XS, DType::F16, DType::BF16, DType::Q5_0, DType::Q5_1};
-constexpr int64_t kTokens[] = {1, 4, 8, 16, 32, 64, 128, 512};  // decoding, verifying proposals, batches of decodes, prompts
+constexpr int64_t kTokens[] = {1, 2, 4, 8, 16, 32, 64, 128, 512};  // decoding, verifying proposals, batches of decodes, prompts
 
 int g_threads = 0;
 CpuNumerics g_numerics = CpuNumerics::kFast;

@@ -78,7 +78,7 @@ TEST_P(MatmulInvarianceTest, TokenResultsDependOnlyOnTheTokenAndTheWeights) {
   for (const int threads : {1, 2, 3}) {
     ThreadPool pool(threads);
     Matmul matmul(quant::best_isa(), CpuNumerics::kFast);  // its own scratch, as a second engine would have
-    for (const int64_t batch : {1, 2, 3, 4, 7, 64}) {  // 2 and 3 run padded to 4
+    for (const int64_t batch : {1, 2, 3, 4, 7, 64}) {  // 2 and 3 are planned as 4
       // Start the slices at an offset, so that a token lands at another place in its tile.
       for (int64_t begin = batch % 5; begin < kTokens; begin += batch) {
         const int64_t n = std::min(batch, kTokens - begin);

@@ -73,7 +73,7 @@ TEST_P(MatmulRepackedTest, KeptStripsGiveTheSameBits) {
     Matmul kept(Isa::kAvx512Vnni, CpuNumerics::kFast, size_t{1} << 30);
     kept.add_weight(w.bytes.data(), w.bytes.size());
     Matmul plain(Isa::kAvx512Vnni, CpuNumerics::kFast);
-    for (const int64_t n_tokens : {1, 4, 5, 16, 37, 150}) {
+    for (const int64_t n_tokens : {1, 2, 3, 4, 5, 6, 16, 37, 150}) {
       Matrix x(n_tokens, n_in, 2, 30 + uint32_t(n_tokens), 2.0f);
       for (const int threads : {1, 2}) {
         const std::string what = std::string(dtype_name(type)) + ", " + std::to_string(n_in) + " inputs, " +

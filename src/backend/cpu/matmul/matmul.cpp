@@ -443,7 +443,9 @@ void Matmul::run_tiled(ThreadPool& pool, std::span<const Plan> plans) {
     job.n_rows = std::min(plan.panel_rows, plan.n_out - r0);
     job.a = plan.a + static_cast<size_t>(t0) * plan.a_stride;
     job.a_stride = plan.a_stride;
-    job.n_cols = std::min(plan.tile_tokens, plan.n_tokens - t0);
+    // A plan padded to kMinStripTokens (pad_to_strip_tokens) runs its real tokens only.
+    job.n_cols = std::min(plan.tile_tokens, plan.n_real_tokens - t0);
+    if (job.n_cols <= 0) return;
     job.y = plan.y + static_cast<size_t>(t0) * plan.y_stride + static_cast<size_t>(r0);
     job.y_stride = plan.y_stride;
     job.scratch = tile_scratch_[static_cast<size_t>(thread)].reserve(0);

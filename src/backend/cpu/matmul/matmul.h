@@ -85,11 +85,12 @@ class Matmul {
   // Runs prepared plans whose activations are quantized: one untiled plan by rows, else
   // every plan's tiles in one job.
   Status execute(ThreadPool& pool, std::span<Plan> plans);
-  // Under kFast, 2 or 3 tokens on repacking kernels run as kMinStripTokens (the last one
-  // repeated; its results dropped): a strip kernel multiplies 4 tokens for about the
-  // cost of 1, while its single-token path pays per token. Batch invariance makes each
-  // real token's result the same either way. True when `plans` were so padded (their
-  // y then points into padded_y_, which finish_padding() copies out).
+  // Under kFast, 2 or 3 tokens on repacking kernels are planned as kMinStripTokens (the
+  // last one repeated): they take the strips, one pass over the rows for all of them,
+  // where the single-token path would pay a pass per token; the tiles then run the real
+  // tokens only (the strip kernels take 2 and 1 at a time too). Batch invariance makes
+  // each token's result the same either way. True when `plans` were so padded (their y
+  // then points into padded_y_, which finish_padding() copies out).
   bool pad_to_strip_tokens(std::span<Plan> plans);
   void finish_padding(std::span<const Plan> plans);
   void run_rows(ThreadPool& pool, const Plan& plan);

@@ -283,6 +283,11 @@ void multiply_strips16(const TileJob& job, const typename Format::Strip* strips,
         Format::template multiply<4>(job, strip, col, acc, std::exchange(ahead, nullptr));
         for (int j = 0; j < 4; ++j) store_strip16(job, row, col + j, n_rows, acc[j]);
       }
+      for (; col + 2 <= last; col += 2) {
+        __m512 acc[2];
+        Format::template multiply<2>(job, strip, col, acc, std::exchange(ahead, nullptr));
+        for (int j = 0; j < 2; ++j) store_strip16(job, row, col + j, n_rows, acc[j]);
+      }
       for (; col < last; ++col) {
         __m512 acc[1];
         Format::template multiply<1>(job, strip, col, acc, std::exchange(ahead, nullptr));
@@ -321,7 +326,7 @@ void run_strips16(const TileJob& job, void (*single_tokens)(const TileJob&)) {
   if (job.strips != nullptr) {
     const size_t strip_bytes = static_cast<size_t>(Kept::strip_length(job.n_in)) * sizeof(typename Kept::Strip);
     const uintptr_t distance =
-        job.n_cols <= kFarPrefetchTokens && (job.n_cols >= kMinRepackTokens || single_token_l2_prefetch())
+        job.n_cols <= kFarPrefetchTokens && (job.n_cols > 1 || single_token_l2_prefetch())
             ? avx2::whole_strips_ahead(strip_bytes, kKeptPrefetchBytes)
             : 0;
     multiply_strips16<Kept>(job, reinterpret_cast<const typename Kept::Strip*>(job.strips), distance);
