@@ -116,8 +116,9 @@ Status DraftProposer::measure_costs(int32_t block_size, int32_t n_blocks) {
 
 Expected<bool> DraftProposer::choose(Request& request, size_t index, const StepLogits& step, int32_t row) {
   if (request.sampling.greedy()) {
-    // A row without a finite logit (argmax_logit's answer: 0, or a row left to the host)
-    // proposes nothing.
+    // A row the device chose nothing for (left to the host, or no finite logit where
+    // sample_rows answers -1) proposes nothing; argmax_logit's 0 for such a row is
+    // proposed, and the model's verification decides.
     const int32_t token = step.device_token(row);
     if (token < 0) return false;
     const std::span<const RowLogprobs> chance = step.device_logprobs(row, 1);
