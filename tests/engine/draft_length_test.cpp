@@ -201,20 +201,21 @@ TEST(DraftLength, GivesRowsToTheProposalsWorthTheirCost) {
   EXPECT_EQ(chosen_lengths(three, 3, linear), (std::vector<int32_t>{0, 0, 0}));
   // A fixed part and a part per row (10 ms + 1 ms a row): with 3 rows, 3 tokens take
   // 13 ms; a proposal is worth its row while its chance beats the step's tokens per
-  // ms by enough: 0.9, 0.81, 0.73, 0.66 (the first request's) and 0.5 are, 0.25 is not.
+  // ms by enough: 0.9, 0.81, 0.73, 0.66 (the first request's) are, 0.5 is not (1.6 x
+  // 1 ms x 0.36 tokens a ms by then).
   const StepCostModel mixed = measured_cost(0.010, 0.001);
-  EXPECT_EQ(chosen_lengths(three, 3, mixed), (std::vector<int32_t>{4, 1, 0}));
-  // With a draft model each pass costs too, whoever it serves: at 4 ms a pass, one pass
-  // for the two likelier requests (4.4 tokens in 19 ms) beats none (3 in 13) and two
-  // (5.46 in 25); at 20 ms a pass, none pays.
-  EXPECT_EQ(chosen_lengths(three, 3, mixed, 0.004), (std::vector<int32_t>{1, 1, 0}));
+  EXPECT_EQ(chosen_lengths(three, 3, mixed), (std::vector<int32_t>{4, 0, 0}));
+  // With a draft model each pass costs too, whoever it serves: at 3 ms a pass, one pass
+  // for the two likelier requests (4.4 tokens in 18 ms) beats none (3 in 13) and two
+  // (5.21 in 22); at 20 ms a pass, none pays.
+  EXPECT_EQ(chosen_lengths(three, 3, mixed, 0.003), (std::vector<int32_t>{1, 1, 0}));
   EXPECT_EQ(chosen_lengths(three, 3, mixed, 0.020), (std::vector<int32_t>{0, 0, 0}));
-  // A proposal must bring a quarter more than its row costs: with 3 rows in 13 ms (0.23
-  // tokens a ms), a row of 1 ms needs a chance above 0.29, so 0.25 (worth it without
-  // the margin) is not taken, 0.3 is.
-  EXPECT_EQ(chosen_lengths({{.acceptance = 0.25f, .max_tokens = 1}}, 3, mixed),
+  // A proposal must bring 1.6 times what its row costs: with 3 rows in 13 ms (0.23
+  // tokens a ms), a row of 1 ms needs a chance above 0.37, so 0.35 (worth it without
+  // the margin) is not taken, 0.4 is.
+  EXPECT_EQ(chosen_lengths({{.acceptance = 0.35f, .max_tokens = 1}}, 3, mixed),
             (std::vector<int32_t>{0}));
-  EXPECT_EQ(chosen_lengths({{.acceptance = 0.3f, .max_tokens = 1}}, 3, mixed),
+  EXPECT_EQ(chosen_lengths({{.acceptance = 0.4f, .max_tokens = 1}}, 3, mixed),
             (std::vector<int32_t>{1}));
   // A probe is verified whatever it costs.
   EXPECT_EQ(chosen_lengths({{.acceptance = 0.05f, .max_tokens = 1, .probe = true}}, 3, linear),
