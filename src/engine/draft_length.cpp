@@ -46,8 +46,7 @@ float SharedAcceptance::estimate() const {
 
 void start_from_shared(DraftLengthState& state, const SharedAcceptance& shared) {
   if (state.verifications > 0) return;
-  state.acceptance = shared.estimate();
-  state.kept = state.acceptance * kPriorTrials;
+  state.kept = shared.estimate() * kPriorTrials;
   state.trials = kPriorTrials;
 }
 
@@ -59,7 +58,7 @@ int32_t draft_cap(DraftLengthState& state, int32_t max_tokens, bool* probe) {
     *probe = state.wait_steps == 0;  // the end of a wait: probe with one
     return *probe ? 1 : 0;
   }
-  if (state.acceptance < kMinAcceptance) {
+  if (state.acceptance() < kMinAcceptance) {
     state.wait_steps = state.next_wait;
     state.next_wait = std::min(state.next_wait * 2, kMaxWait);
     return 0;
@@ -71,7 +70,7 @@ int32_t own_draft_length(const DraftLengthState& state, int32_t max_tokens) {
   int32_t k = 0;
   float reach = 1.0f;
   while (k < max_tokens) {
-    reach *= state.acceptance;
+    reach *= state.acceptance();
     if (reach < 1.0f / 3.0f) break;
     ++k;
   }
@@ -82,15 +81,14 @@ void record_draft_outcome(DraftLengthState& state, int32_t proposed, int32_t acc
   if (proposed <= 0) return;
   state.kept = kOwnDecay * state.kept + static_cast<float>(accepted);
   state.trials = kOwnDecay * state.trials + static_cast<float>(tried_proposals(proposed, accepted));
-  state.acceptance = state.kept / state.trials;
   ++state.verifications;
   if (accepted > 0) state.next_wait = 4;
 }
 
 void record_draft_idle(DraftLengthState& state, float prior) {
-  if (state.acceptance >= prior) return;
-  state.acceptance += kIdleDrift * (prior - state.acceptance);
-  state.kept = state.acceptance * state.trials;
+  const float acceptance = state.acceptance();
+  if (acceptance >= prior) return;
+  state.kept = (acceptance + kIdleDrift * (prior - acceptance)) * state.trials;
 }
 
 namespace {

@@ -49,12 +49,14 @@ inline constexpr float kPriorAcceptance = 0.6f;
 inline constexpr float kPriorTrials = 2.0f;
 
 struct DraftLengthState {
-  float acceptance = kPriorAcceptance;  // estimated chance a proposal is kept: kept / trials
   float kept = kPriorAcceptance * kPriorTrials;  // proposals kept, recent ones weighing more
   float trials = kPriorTrials;                   // proposals tried, weighed alike
   int32_t wait_steps = 0;     // steps left without proposals
   int32_t next_wait = 4;      // the wait after the next failed probe
   int32_t verifications = 0;  // of the request's own proposals so far
+
+  // The estimated chance a proposal is kept, in [0, 1].
+  float acceptance() const { return kept / trials; }
 };
 
 // Proposals tried by a verification of `proposed` proposals of which `accepted` were
@@ -106,7 +108,7 @@ void record_draft_idle(DraftLengthState& state, float prior);
 
 // One request's claim on the next step.
 struct DraftCandidate {
-  float acceptance = 0.0f;  // DraftLengthState::acceptance
+  float acceptance = 0.0f;  // DraftLengthState::acceptance()
   int32_t max_tokens = 0;   // proposals it has (or may have) for the step
   // Its proposals verified whatever they cost: the one of the end of a wait, or all of
   // them while the engine explores (SharedAcceptance::exploring).

@@ -162,6 +162,7 @@ Status DraftProposer::propose(SchedulerOutput& plan, Scheduler& scheduler, const
   entries_.clear();
   dropped_.clear();
   int32_t budget = runner_.limits().max_batch_tokens;
+  const bool with_chance = log_p_min_ > -std::numeric_limits<float>::infinity();  // the draft may decline
   for (ScheduledRequest& entry : plan.scheduled) {
     if (entry.n_draft_tokens == 0) continue;
     Request* request = scheduler.find(entry.id);
@@ -191,7 +192,7 @@ Status DraftProposer::propose(SchedulerOutput& plan, Scheduler& scheduler, const
     }
     sequence.n_tokens = end - start;
     sequence.samples = true;
-    set_token_on_device(*request, sequence, log_p_min_ > -std::numeric_limits<float>::infinity());
+    set_token_on_device(*request, sequence, with_chance);
     sequences_.push_back(sequence);
     budget -= sequence.n_tokens;
     request->draft_computed_tokens = end;
@@ -221,7 +222,7 @@ Status DraftProposer::propose(SchedulerOutput& plan, Scheduler& scheduler, const
       sequence.first_position = request->num_tokens() + static_cast<int32_t>(j) - 1;
       sequence.n_tokens = 1;
       sequence.samples = true;
-      set_token_on_device(*request, sequence, log_p_min_ > -std::numeric_limits<float>::infinity());
+      set_token_on_device(*request, sequence, with_chance);
       sequence.tokens = request->tokens;
       sequence.draft_tokens = std::span<const int32_t>(request->draft_tokens).first(j);
       sequence.block_table = kv.block_table(request->id);

@@ -31,7 +31,7 @@ double EngineCore::catch_up_charge(const Request& request, int32_t room) const {
   const double per_token = draft_->catch_up_seconds_per_token();
   // Spread over the steps left, but no more than 16 of them: the catch-up must pay back
   // soon, not in a distant future that a cost estimate off by a little would never reach.
-  const double steps_left = std::clamp(room / (1.0 + request.draft_length.acceptance), 1.0, 16.0);
+  const double steps_left = std::clamp(room / (1.0 + request.draft_length.acceptance()), 1.0, 16.0);
   return lag * per_token / steps_left;
 }
 
@@ -86,7 +86,7 @@ void EngineCore::propose_drafts(const SchedulerOutput& plan) {
     // A catch-up is weighed against a step of this many requests as measured, never
     // against a guess from other sizes (a prompt step would make it look cheap).
     if (fixed_seconds > 0.0 && !step_cost_.measured(scheduler_.n_running())) continue;
-    candidates_.push_back({.acceptance = request->draft_length.acceptance,
+    candidates_.push_back({.acceptance = request->draft_length.acceptance(),
                            .max_tokens = available,
                            .probe = probe || exploring,
                            .fixed_seconds = fixed_seconds});

@@ -51,7 +51,7 @@ TEST(DraftLength, BacksOffWhenProposalsFailAndProbesAfterAWait) {
   EXPECT_FALSE(probe);
   EXPECT_EQ(draft_cap(state, 0, &probe), 0);
   for (int i = 0; i < 12; ++i) record_draft_outcome(state, 3, 0);
-  EXPECT_LT(state.acceptance, 0.1f);
+  EXPECT_LT(state.acceptance(), 0.1f);
   EXPECT_EQ(draft_cap(state, 3, &probe), 0);  // a wait of 4 steps starts
   EXPECT_EQ(draft_cap(state, 3, &probe), 0);
   EXPECT_EQ(draft_cap(state, 3, &probe), 0);
@@ -70,18 +70,18 @@ TEST(DraftLength, AnEstimateNoVerificationRefreshesDriftsBackToThePrior) {
   // One unlucky first verification: its first proposal refused, one trial failed against
   // the prior's 2 (1.2 kept), the prior's counts weighing 0.7: 0.84 / 2.4.
   record_draft_outcome(state, 3, 0);
-  EXPECT_FLOAT_EQ(state.acceptance, 0.35f);
+  EXPECT_FLOAT_EQ(state.acceptance(), 0.35f);
   for (int i = 0; i < 10; ++i) record_draft_idle(state, kPriorAcceptance);
-  EXPECT_NEAR(state.acceptance, 0.6f - 0.25f * std::pow(15.0f / 16.0f, 10.0f), 1e-5f);
+  EXPECT_NEAR(state.acceptance(), 0.6f - 0.25f * std::pow(15.0f / 16.0f, 10.0f), 1e-5f);
   for (int i = 0; i < 1000; ++i) record_draft_idle(state, kPriorAcceptance);
-  EXPECT_LE(state.acceptance, kPriorAcceptance);
-  EXPECT_GT(state.acceptance, 0.599f);
+  EXPECT_LE(state.acceptance(), kPriorAcceptance);
+  EXPECT_GT(state.acceptance(), 0.599f);
   // An estimate above the prior stays where its verifications put it.
   for (int i = 0; i < 10; ++i) record_draft_outcome(state, 4, 4);
-  const float high = state.acceptance;
+  const float high = state.acceptance();
   EXPECT_GT(high, 0.95f);
   record_draft_idle(state, kPriorAcceptance);
-  EXPECT_FLOAT_EQ(state.acceptance, high);
+  EXPECT_FLOAT_EQ(state.acceptance(), high);
 }
 
 TEST(DraftLength, ANewRequestStartsFromWhatTheOthersKept) {
@@ -109,18 +109,18 @@ TEST(DraftLength, ANewRequestStartsFromWhatTheOthersKept) {
 
   DraftLengthState fresh;
   start_from_shared(fresh, shared);
-  EXPECT_FLOAT_EQ(fresh.acceptance, shared.estimate());
+  EXPECT_FLOAT_EQ(fresh.acceptance(), shared.estimate());
   // Once its own proposals are verified, a request keeps to its own estimate...
   record_draft_outcome(fresh, 2, 0);
   EXPECT_EQ(fresh.verifications, 1);
-  const float own = fresh.acceptance;
+  const float own = fresh.acceptance();
   EXPECT_NEAR(own, 1.4f * shared.estimate() / 2.4f, 1e-6f);
   for (int i = 0; i < 20; ++i) shared.record(4, 4);
   start_from_shared(fresh, shared);
-  EXPECT_FLOAT_EQ(fresh.acceptance, own);
+  EXPECT_FLOAT_EQ(fresh.acceptance(), own);
   // ...which, while nothing verifies it, drifts towards the shared one.
   record_draft_idle(fresh, shared.estimate());
-  EXPECT_NEAR(fresh.acceptance, own + (shared.estimate() - own) / 16.0f, 1e-6f);
+  EXPECT_NEAR(fresh.acceptance(), own + (shared.estimate() - own) / 16.0f, 1e-6f);
 
   // Proposals the others never keep: a new request waits before its first.
   SharedAcceptance useless;
@@ -153,7 +153,7 @@ TEST(DraftLength, EstimatesTheChanceOfAProposalWhateverItsVerificationsLength) {
         record_draft_outcome(own, k, kept);
         if (i < 100) continue;  // past the prior
         shared_sum += shared.mean();
-        own_sum += own.acceptance;
+        own_sum += own.acceptance();
         ++n;
       }
       // The prior's 2 trials still count beside the last few dozen (0.336 at 0.3, k = 1).
