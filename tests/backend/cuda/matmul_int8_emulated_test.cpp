@@ -100,13 +100,9 @@ void run_products(DType type, const cuda::weights::VecTargets& targets, const st
       simt::run_block(
           shape.threads, static_cast<unsigned>(block),
           [&] {
-            if (swiglu) {
-              kernel::matmul_int8_kernel<F, true, 1>(a);
-            } else if (n == 1) {
-              kernel::matmul_int8_kernel<F, false, 1>(a);
-            } else {
-              kernel::matmul_int8_kernel<F, false, cuda::weights::kVecMaxTokens>(a);
-            }
+            with_launched_instantiation(swiglu, n, [&](auto glu, auto tokens) {
+              kernel::matmul_int8_kernel<F, decltype(glu)::value, decltype(tokens)::value>(a);
+            });
           },
           shape.shared_bytes);
     }

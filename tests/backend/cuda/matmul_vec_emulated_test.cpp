@@ -77,13 +77,9 @@ void run_pieces(const cuda::weights::VecTargets& targets, const std::vector<floa
   const int64_t items = swiglu ? pieces::kRows / 2 : pieces::kRows;
   simt::run_blocks(static_cast<unsigned>((targets.n_items + items - 1) / items), pieces::kThreads,
                    [&] {
-                     if (swiglu) {
-                       pieces::matmul_pieces_kernel<T, true, 1>(a);
-                     } else if (n == 1) {
-                       pieces::matmul_pieces_kernel<T, false, 1>(a);
-                     } else {
-                       pieces::matmul_pieces_kernel<T, false, cuda::weights::kVecMaxTokens>(a);
-                     }
+                     with_launched_instantiation(swiglu, n, [&](auto glu, auto tokens) {
+                       pieces::matmul_pieces_kernel<T, decltype(glu)::value, decltype(tokens)::value>(a);
+                     });
                    });
 }
 
@@ -107,13 +103,9 @@ void run_staged(const cuda::weights::VecTargets& targets, const std::vector<floa
   const int64_t wanted = (targets.n_items + staged::kWarpsPerBlock - 1) / staged::kWarpsPerBlock;
   simt::run_blocks(static_cast<unsigned>(std::min<int64_t>(wanted, 2)),
                    staged::kWarpsPerBlock * staged::kWarpSize, [&] {
-                     if (swiglu) {
-                       staged::matmul_vec_kernel<T, true, 1>(a);
-                     } else if (n == 1) {
-                       staged::matmul_vec_kernel<T, false, 1>(a);
-                     } else {
-                       staged::matmul_vec_kernel<T, false, cuda::weights::kVecMaxTokens>(a);
-                     }
+                     with_launched_instantiation(swiglu, n, [&](auto glu, auto tokens) {
+                       staged::matmul_vec_kernel<T, decltype(glu)::value, decltype(tokens)::value>(a);
+                     });
                    });
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 // What the emulated tests of the few-token matmul kernels share (matmul_int8_emulated_test.cpp,
-// matmul_vec_emulated_test.cpp): host weights as a launch's targets, and the check
+// matmul_vec_emulated_test.cpp): host weights as a launch's targets, the kernel
+// instantiation the launchers take, and the check
 // of outputs against the dequantized rows in double within a share of each output's term
 // scale S (sqrt of the sum of its terms' squares, which bounds any f32 summation of them).
 // Include after simt_emulation.h and the kernel headers.
@@ -9,6 +10,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -33,6 +35,21 @@ inline cuda::weights::VecTargets swiglu_targets_of(const HostWeights& gate, cons
                                                    float* out) {
   return cuda::weights::swiglu_targets(gate.view(), up.view(),
                                        make_view(out, DType::F32, gate.n_out));
+}
+
+// Calls kernel(swiglu, max_tokens), both std::integral_constant, with the instantiation
+// the vector launchers (matmul_vec.cu, matmul_vec_int8.cu, matmul_vec_staged.cu) take for
+// n tokens: the fused SwiGLU for one token, else one token, else up to kVecMaxTokens.
+template <class Kernel>
+void with_launched_instantiation(bool swiglu, int64_t n, Kernel&& kernel) {
+  using One = std::integral_constant<int, 1>;
+  if (swiglu) {
+    kernel(std::true_type{}, One{});
+  } else if (n == 1) {
+    kernel(std::false_type{}, One{});
+  } else {
+    kernel(std::false_type{}, std::integral_constant<int, cuda::weights::kVecMaxTokens>{});
+  }
 }
 
 // The first output (rows y_stride floats apart) farther than tolerance x S from w's
