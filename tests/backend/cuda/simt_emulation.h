@@ -348,8 +348,15 @@ inline void mma_16x8x16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint
   }
 }
 
-// cp.async of 16 bytes: copied at once here; wait_all has nothing to wait for.
-inline void copy_16_async(void* shared, const void* global) { std::memcpy(shared, global, 16); }
+// cp.async of 16 bytes: copied at once here; wait_all has nothing to wait for. The GPU
+// faults on a source or destination that is not 16-byte aligned: so does this.
+inline void copy_16_async(void* shared, const void* global) {
+  if (reinterpret_cast<uintptr_t>(shared) % 16 != 0 || reinterpret_cast<uintptr_t>(global) % 16 != 0) {
+    std::fprintf(stderr, "simt emulation: cp.async of 16 bytes from %p to %p, not 16-byte aligned\n", global, shared);
+    std::abort();
+  }
+  std::memcpy(shared, global, 16);
+}
 inline void wait_async_copies() {}
 
 }  // namespace pagoda::backend::cuda
