@@ -116,6 +116,18 @@ TEST(OpenAICompletionRequest, SuffixIsRefusedRatherThanIgnored) {
   EXPECT_TRUE(Completion(R"("prompt": "a", "suffix": null)").ok());
 }
 
+TEST(OpenAICompletionRequest, BestOfIsAcceptedOnlyWhereItReturnsEveryCandidate) {
+  auto same = Completion(R"("prompt": "a", "n": 3, "best_of": 3)");
+  ASSERT_TRUE(same.ok()) << same.error().message;
+  EXPECT_EQ(same->options.n, 3);
+  EXPECT_TRUE(Completion(R"("prompt": "a", "best_of": 1)").ok());
+  EXPECT_TRUE(Completion(R"("prompt": "a", "best_of": null)").ok());
+  EXPECT_TRUE(IsBadRequest(Completion(R"("prompt": "a", "best_of": 2)"), "best_of", "unsupported_parameter"));
+  EXPECT_TRUE(IsBadRequest(Completion(R"("prompt": "a", "n": 3, "best_of": 2)"), "best_of", "invalid_value"));
+  EXPECT_TRUE(IsBadRequest(Completion(R"("prompt": "a", "best_of": 0)"), "best_of", "integer_below_min_value"));
+  EXPECT_TRUE(IsBadRequest(Completion(R"("prompt": "a", "best_of": "2")"), "best_of", "invalid_type"));
+}
+
 TEST(OpenAICompletionRequest, SharedFieldsAreCheckedAsForChat) {
   auto request = Completion(R"("prompt": "a", "n": 2, "stop": "\n", "seed": 7,
       "stream": true, "stream_options": {"include_usage": true}, "temperature": 0)");

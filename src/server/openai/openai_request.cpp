@@ -50,6 +50,20 @@ void read_completion_logprobs(FieldReader& reader, int32_t n_vocab, GenerationOp
   }
 }
 
+// Completions' best_of: candidates made to return the n with the highest log-probability
+// per token. best_of equal to n returns every candidate, which is what n alone does; more
+// candidates than returned are refused rather than ignored (as vLLM's current engine).
+void read_best_of(FieldReader& reader, int32_t n) {
+  const std::optional<int64_t> best_of = reader.integer("best_of", {1, kMaxChoices});
+  if (!reader.ok() || !best_of || *best_of == n) return;
+  if (*best_of < n) {
+    return reader.fail(invalid_value("best_of", "'best_of' must be at least 'n' (" + std::to_string(n) +
+                                                    "), but got " + std::to_string(*best_of) + "."));
+  }
+  reader.fail(bad_request("'best_of' greater than 'n' is not supported: ask for n completions instead.",
+                          "best_of", "unsupported_parameter"));
+}
+
 // The parts both endpoints finish with: max_tokens into the stop conditions, and the
 // engine's own check of the sampling parameters.
 std::optional<ApiError> finish_options(GenerationOptions& options, int32_t n_vocab) {
@@ -104,6 +118,7 @@ ApiResult<CompletionRequest> parse_completion_request(std::string_view body, int
   GenerationOptions& options = request.options;
   read_shared_options(reader, n_vocab, options, request.model);
   read_completion_logprobs(reader, n_vocab, options);
+  read_best_of(reader, options.n);
   if (!reader.ok()) return reader.take_error();
   ApiResult<OutputFormat> format = read_output_format(*document);
   if (!format.ok()) return std::move(format).error();
