@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/backend.h"
 #include "backend/cpu/matmul/matmul.h"
 #include "core/fp16.h"
 #include "matmul_compare.h"
@@ -81,6 +82,43 @@ TEST(MatmulAmxQ6_KTest, EveryScaleGivesTheSameBitsAsVnniStrips) {
                        "q6_K every scale, " + std::to_string(n_tokens) + " tokens");
     }
   }
+}
+
+// Tiles of 2 to 63 tokens run the AMX kernel or the VNNI strips (with their kept copy),
+// whichever the matmul measures faster for the weight and count of tokens: the first
+// calls try both in turn, and every call gives the bits of the VNNI strips alone, alone
+// (run) or beside a weight of another k-quant (run_many, one choice for both).
+TEST_P(MatmulAmxTest, TimedChoiceOfKernelKeepsTheBits) {
+  const DType type = GetParam();
+  ASSERT_NE(find_timed_alternative(type, Isa::kAmx), nullptr);
+  EXPECT_EQ(find_timed_alternative(type, Isa::kAmx, CpuNumerics::kReference), nullptr);
+  EXPECT_EQ(find_timed_alternative(type, Isa::kAvx512Vnni), nullptr);
+  const int64_t n_in = 768, n_out = 40;
+  std::vector<std::byte> bytes = quantized_rows(type, random_values(size_t(n_in * n_out), 5, 1.0f), n_out, n_in);
+  std::vector<std::byte> q6_K = quantized_rows(DType::Q6_K, random_values(size_t(n_in * 24), 6, 1.0f), 24, n_in);
+  const TensorView w = make_view(bytes.data(), type, n_in, n_out), w2 = make_view(q6_K.data(), DType::Q6_K, n_in, 24);
+  ThreadPool pool(2);
+  Matmul timed(Isa::kAmx, CpuNumerics::kFast, size_t{1} << 30);
+  timed.add_weight(bytes.data(), bytes.size());
+  timed.add_weight(q6_K.data(), q6_K.size());
+  for (const int64_t n_tokens : {2, 3, 5, 9, 17, 40}) {
+    Matrix x(n_tokens, n_in, 0, 30 + uint32_t(n_tokens), 2.0f);
+    const Matrix expected = run_matmul(Isa::kAvx512Vnni, 2, w, x, n_out);
+    const Matrix expected2 = run_matmul(Isa::kAvx512Vnni, 2, w2, x, 24);
+    for (int call = 0; call < 3 * static_cast<int>(TimedChoice::kFirstSamples); ++call) {
+      const std::string what = std::string(dtype_name(type)) + ", " + std::to_string(n_tokens) + " tokens, call " +
+                               std::to_string(call);
+      Matrix y(n_tokens, n_out, 0, 7), y2(n_tokens, 24, 0, 8);
+      ASSERT_TRUE(timed.run(pool, w, x.view(), y.view()).ok());
+      expect_same_bits(y, expected, what + " (run)");
+      const MatmulTarget targets[] = {{w, y.view()}, {w2, y2.view()}};
+      ASSERT_TRUE(timed.run_many(pool, x.view(), targets).ok());
+      expect_same_bits(y, expected, what + " (run_many)");
+      expect_same_bits(y2, expected2, what + " (run_many, q6_K)");
+    }
+  }
+  // Only the VNNI strips keep copies: they ran.
+  EXPECT_GT(timed.repacked_bytes(), 0u);
 }
 
 INSTANTIATE_TEST_SUITE_P(TileTypes, MatmulAmxTest, ::testing::Values(DType::Q4_K, DType::Q5_K, DType::Q6_K),

@@ -1,5 +1,6 @@
 // TimedChoice (backend/cpu/matmul/timed_choice.h): both ways first, then the cheaper one,
-// the other one call in kExploreEvery, and a change of costs followed.
+// the other one call in kExploreEvery (kExploreEveryFar where it costs over kFarRatio
+// times as much), and a change of costs followed.
 
 #include "backend/cpu/matmul/timed_choice.h"
 
@@ -32,13 +33,24 @@ TEST(TimedChoice, TriesBothWaysInTurnFirst) {
 }
 
 TEST(TimedChoice, RunsTheCheaperWayAndTheOtherOneCallInSixteen) {
+  // Calls 16 to 175: those at multiples of 16 try the other way.
+  TimedChoice choice;
+  run(choice, 2 * TimedChoice::kFirstSamples, 1.2, 1.0);
+  EXPECT_EQ(run(choice, 160, 1.2, 1.0), 150);
+  TimedChoice other;
+  run(other, 2 * TimedChoice::kFirstSamples, 1.0, 1.2);
+  EXPECT_FALSE(other.prefers_second());
+  EXPECT_EQ(run(other, 160, 1.0, 1.2), 10);
+}
+
+TEST(TimedChoice, TriesAFarDearerWayOneCallInSixtyFour) {
+  // Twice the cost: calls 64 and 128 of 16 to 175 try it.
   TimedChoice choice;
   run(choice, 2 * TimedChoice::kFirstSamples, 2.0, 1.0);
-  EXPECT_EQ(run(choice, 160, 2.0, 1.0), 150);
+  EXPECT_EQ(run(choice, 160, 2.0, 1.0), 158);
   TimedChoice other;
   run(other, 2 * TimedChoice::kFirstSamples, 1.0, 2.0);
-  EXPECT_FALSE(other.prefers_second());
-  EXPECT_EQ(run(other, 160, 1.0, 2.0), 10);
+  EXPECT_EQ(run(other, 160, 1.0, 2.0), 2);
 }
 
 TEST(TimedChoice, FollowsWhenTheCostsChange) {
@@ -48,7 +60,12 @@ TEST(TimedChoice, FollowsWhenTheCostsChange) {
   // The second way now costs three times the first: its own calls see it at once.
   run(choice, 64, 1.0, 3.0);
   EXPECT_FALSE(choice.prefers_second());
-  EXPECT_EQ(run(choice, 160, 1.0, 3.0), 10);
+  // The other way is tried one call in 16 while the first's average comes down from
+  // what it was, then one in 64.
+  const int tries = run(choice, 160, 1.0, 3.0);
+  EXPECT_GE(tries, 2);
+  EXPECT_LE(tries, 10);
+  EXPECT_FALSE(choice.prefers_second());
 }
 
 TEST(TimedChoice, IgnoresEmptyAndInvalidSamples) {

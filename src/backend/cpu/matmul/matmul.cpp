@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <chrono>
 #include <string>
 
@@ -46,6 +47,7 @@ int64_t round_up(int64_t value, int64_t multiple) { return (value + multiple - 1
 struct Matmul::Plan {
   const quant::DotKernel* kernel = nullptr;
   const TileKernel* tile = nullptr;
+  const TileKernel* alternative = nullptr;  // find_timed_alternative's, for a tiled plan
   int64_t n_in = 0, n_out = 0, n_tokens = 0;
   // Tokens of x and y; n_tokens is more when the plan is padded (pad_to_strip_tokens).
   int64_t n_real_tokens = 0;
@@ -113,6 +115,35 @@ Status Matmul::prepare(const TensorView& w, const TensorView& x, const TensorVie
   const bool tiled = schedule == MatmulSchedule::kTiled ||
                      (schedule == MatmulSchedule::kAuto && use_tiled(tile, plan.n_out));
   plan.tile = tiled ? tile : nullptr;
+  plan.alternative = tiled ? find_timed_alternative(w.type, isa_, numerics_) : nullptr;
+  return {};
+}
+
+Matmul::KernelChoice Matmul::choose_kernels(std::span<Plan> plans) {
+  const int64_t n_tokens = plans.front().n_tokens;
+  const bool any = std::any_of(plans.begin(), plans.end(), [](const Plan& plan) { return plan.alternative != nullptr; });
+  if (!any || n_tokens < kMinTimedTokens || n_tokens >= kMaxTimedTokens) return {};
+  const auto timed_class = static_cast<size_t>(std::bit_width(static_cast<uint64_t>(n_tokens)) - 2);
+  TimedChoice& choice = kernel_choices_[plans.front().w][timed_class];
+  const bool alternative = choice.second();
+  if (alternative) {
+    for (Plan& plan : plans) plan.tile = plan.alternative != nullptr ? plan.alternative : plan.tile;
+  }
+  return {&choice, alternative};
+}
+
+Status Matmul::run_chosen(ThreadPool& pool, std::span<Plan> plans, KernelChoice choice) {
+  const auto start = std::chrono::steady_clock::now();
+  const size_t repacked_before = repacked_.bytes_used();
+  PAGODA_TRY(prepare_activation_tiles(pool, plans));
+  PAGODA_TRY(execute(pool, plans));
+  // A call that made a kept copy paid for making it: not a fair sample of its kernel.
+  if (choice.choice != nullptr && repacked_.bytes_used() == repacked_before) {
+    size_t weight_bytes = 0;
+    for (const Plan& plan : plans) weight_bytes += plan.w_stride * static_cast<size_t>(plan.n_out);
+    choice.choice->record(choice.alternative,
+                          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), weight_bytes);
+  }
   return {};
 }
 
@@ -121,12 +152,12 @@ Status Matmul::run(ThreadPool& pool, const TensorView& w, const TensorView& x, c
   Plan plan;
   PAGODA_TRY(prepare(w, x, y, schedule, plan));
   if (plan.n_tokens == 0 || plan.n_out == 0) return {};
+  const KernelChoice choice = choose_kernels(std::span<Plan>(&plan, 1));
   const bool sums = plan.tile != nullptr && plan.tile->block_sums;
   const bool scales = plan.tile != nullptr && plan.tile->block_scales;
   const bool padded = pad_to_strip_tokens(std::span<Plan>(&plan, 1));
   PAGODA_TRY(quantize_activations(pool, x, sums, scales, plan));
-  PAGODA_TRY(prepare_activation_tiles(pool, std::span<Plan>(&plan, 1)));
-  PAGODA_TRY(execute(pool, std::span<Plan>(&plan, 1)));
+  PAGODA_TRY(run_chosen(pool, std::span<Plan>(&plan, 1), choice));
   if (padded) finish_padding(std::span<const Plan>(&plan, 1));
   return {};
 }
@@ -145,6 +176,7 @@ Status Matmul::run_many(ThreadPool& pool, const TensorView& x, std::span<const M
     return {};
   }
   const std::span<Plan> used(plans.data(), targets.size());
+  const KernelChoice choice = choose_kernels(used);
   bool sums = false, scales = false;  // what any of the kernels wants besides the quants
   for (const Plan& plan : used) {
     sums = sums || plan.tile->block_sums;
@@ -159,8 +191,7 @@ Status Matmul::run_many(ThreadPool& pool, const TensorView& x, std::span<const M
     plan.a_scales = plans[0].a_scales;
     plan.a_scales_stride = plans[0].a_scales_stride;
   }
-  PAGODA_TRY(prepare_activation_tiles(pool, used));
-  PAGODA_TRY(execute(pool, used));
+  PAGODA_TRY(run_chosen(pool, used, choice));
   if (padded) finish_padding(used);
   return {};
 }
@@ -242,8 +273,7 @@ Status Matmul::execute(ThreadPool& pool, std::span<Plan> plans) {
   }
   const auto start = std::chrono::steady_clock::now();
   run_tiled(pool, plans);
-  // A call right after its kept copy was made finds part of it still in cache: not a
-  // fair sample of either way.
+  // A call right after its kept copy was made is not a fair sample (part of it cached).
   if (repacked_.bytes_used() == repacked_before) {
     choice->record(kept_single_tokens, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
                    weight_bytes);

@@ -26,7 +26,14 @@
 //    tiled at any batch size for Q8_0, Q5_0, Q4_1, Q5_1 (pair kernels) and for Q4_0,
 //    IQ4_NL, Q4_K with n_out % 8 == 0 (strip kernels, as the reference repacks them),
 //    rows otherwise.
+//
+// Where a second kernel gives a weight's tiles the same bits (find_timed_alternative:
+// on a CPU with AMX, the k-quants' VNNI strips beside their tile-unit kernels), tiles of
+// kMinTimedTokens to kMaxTimedTokens - 1 tokens take whichever the matmul measures
+// faster for that weight and class of token counts (timed_choice.h); prompts keep the
+// first kernel.
 
+#include <array>
 #include <map>
 #include <span>
 #include <vector>
@@ -73,6 +80,15 @@ class Matmul {
  private:
   struct Plan;
   static constexpr size_t kMaxShared = 4;  // targets run_many runs as one job
+  // Token counts of kMinTimedTokens to kMaxTimedTokens - 1 by power of two: 2-3, 4-7,
+  // ..., 32-63 tokens.
+  static constexpr size_t kTimedClasses = 5;
+  // A call's choice between the plans' kernels and their timed alternatives: which one
+  // it took, and the TimedChoice to tell how long it took (nullptr: no choice).
+  struct KernelChoice {
+    TimedChoice* choice = nullptr;
+    bool alternative = false;
+  };
   // Checks the shapes and picks the kernels and the schedule; quantizes nothing.
   Status prepare(const TensorView& w, const TensorView& x, const TensorView& y, MatmulSchedule schedule,
                  Plan& plan) const;
@@ -82,6 +98,14 @@ class Matmul {
   // For plans whose tile kernel lays out its activations itself (TileKernel::
   // prepare_activations): once, into activation_tiles_ (Plan::a_tiles).
   Status prepare_activation_tiles(ThreadPool& pool, std::span<Plan> plans);
+  // Where the plans' kernels have timed alternatives and their token count is in the
+  // timed range: asks the choice of their class for the first plan's weight, and sets
+  // the alternatives in the plans where it says so. Before the activations are
+  // quantized and padded for the kernels.
+  KernelChoice choose_kernels(std::span<Plan> plans);
+  // Lays out the activations where the kernels want it, then executes the plans, and
+  // tells `choice` how long that took.
+  Status run_chosen(ThreadPool& pool, std::span<Plan> plans, KernelChoice choice);
   // Runs prepared plans whose activations are quantized: one untiled plan by rows, else
   // every plan's tiles in one job.
   Status execute(ThreadPool& pool, std::span<Plan> plans);
@@ -113,6 +137,9 @@ class Matmul {
   // small matrix costs more per byte than a large one either way, and the calls that try
   // the other way fall on some matrices more than others.
   std::map<const std::byte*, TimedChoice> single_token_choices_;
+  // Per weight with a timed alternative kernel (by its first row; for a call of several,
+  // the first one's) and class of token counts: which kernel is faster here.
+  std::map<const std::byte*, std::array<TimedChoice, kTimedClasses>> kernel_choices_;
   KvLookahead* lookahead_ = nullptr;
 };
 

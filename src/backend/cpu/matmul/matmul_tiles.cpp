@@ -108,4 +108,10 @@ const TileKernel* find_tile_kernel(DType weight, Isa isa, CpuNumerics numerics) 
   }
 }
 
+const TileKernel* find_timed_alternative(DType weight, Isa isa, CpuNumerics numerics) {
+  const bool k_quant = weight == DType::Q4_K || weight == DType::Q5_K || weight == DType::Q6_K;
+  if (isa != Isa::kAmx || numerics != CpuNumerics::kFast || !k_quant) return nullptr;
+  return find_tile_kernel(weight, Isa::kAvx512Vnni, numerics);
+}
+
 }  // namespace pagoda::backend::cpu

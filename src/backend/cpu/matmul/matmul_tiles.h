@@ -197,6 +197,19 @@ size_t repack_q6_K(const TileJob& job, std::byte* out);
 size_t repack_iq4_xs(const TileJob& job, std::byte* out);
 }  // namespace avx512vnni
 
+// Tiles of kMinTimedTokens to kMaxTimedTokens - 1 tokens of a weight with a timed
+// alternative (below) run whichever of the two kernels the matmul measures faster for
+// their weight and count of tokens (timed_choice.h).
+inline constexpr int64_t kMinTimedTokens = 2;
+inline constexpr int64_t kMaxTimedTokens = 64;
+
+// A second kernel that gives the tiles of `weight` on `isa` the same bits as
+// find_tile_kernel's, and may run few tokens faster: the VNNI strips beside the AMX
+// kernels of the k-quants. Where the tile unit overtakes the strips differs between
+// CPUs: on one Xeon it led all three at 16 tokens; on another the strips ran 2 to 8
+// tokens faster, and Q6_K's up to 16. nullptr where there is none.
+const TileKernel* find_timed_alternative(DType weight, Isa isa, CpuNumerics numerics = CpuNumerics::kFast);
+
 // Strips of 16 rows multiplied on the AMX tile unit (matmul_strips_*_amx.cpp): the VNNI
 // strip kernels' bits; tiles of fewer than 4 tokens run the VNNI single-token kernels.
 namespace amx {

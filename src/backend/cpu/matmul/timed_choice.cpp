@@ -6,7 +6,9 @@ bool TimedChoice::second() {
   const uint64_t call = calls_++;
   if (samples_[0] < kFirstSamples || samples_[1] < kFirstSamples) return call % 2 == 1;
   const bool preferred = prefers_second();
-  return call % kExploreEvery == 0 ? !preferred : preferred;
+  const double ratio = seconds_per_byte_[preferred ? 0 : 1] / seconds_per_byte_[preferred ? 1 : 0];
+  const uint64_t every = ratio > kFarRatio ? kExploreEveryFar : kExploreEvery;
+  return call % every == 0 ? !preferred : preferred;
 }
 
 void TimedChoice::record(bool second, double seconds, size_t bytes) {

@@ -7,11 +7,16 @@
 // serve them (TileKernel::kept_for_single_tokens_when_faster, Q4_K): the rows as stored are
 // the fewest bytes and win when the memory is the bound (a machine whose other tenants
 // load the memory bus), the kept copy costs fewer instructions and wins when the cores
-// are (a quiet machine, or one whose cores are shared). Which holds changes while a server
-// runs, so the choice keeps measuring: each way's cost per byte is a moving average over
-// its recent calls, the cheaper one runs, and one call in kExploreEvery takes the other
-// so that its average stays current. The matmul keeps one per weight: costs per byte
-// differ between matrices, and a choice shared by several would compare them.
+// are (a quiet machine, or one whose cores are shared). And for tiles of a few tokens
+// where two kernels give the same bits (find_timed_alternative: the k-quants on the AMX
+// tile unit or on the VNNI strips), whose order differs from one CPU to another. Which
+// holds changes while a server runs, so the choice keeps measuring: each way's cost per
+// byte is a moving average over its recent calls, the cheaper one runs, and one call in
+// kExploreEvery takes the other so that its average stays current; one in
+// kExploreEveryFar while the other costs more than kFarRatio times as much, where each
+// call that tries it costs most. The matmul keeps one per weight (and token-count
+// class): costs per byte differ between matrices, and a choice shared by several would
+// compare them.
 
 #include <cstddef>
 #include <cstdint>
@@ -22,8 +27,11 @@ class TimedChoice {
  public:
   // Calls each way takes, alternating, before the averages decide.
   static constexpr int64_t kFirstSamples = 8;
-  // One call in this many takes the way not preferred.
+  // One call in this many takes the way not preferred...
   static constexpr uint64_t kExploreEvery = 16;
+  // ...or in this many, while that way's average is over kFarRatio times the other's.
+  static constexpr uint64_t kExploreEveryFar = 64;
+  static constexpr double kFarRatio = 1.5;
   // Weight of a new sample in a way's moving average.
   static constexpr double kNewSampleWeight = 1.0 / 16.0;
 
