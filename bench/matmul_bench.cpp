@@ -15,6 +15,10 @@
 //
 // --reference times the kernels of CpuNumerics::kReference (each type with the reference
 // build's f32 rounding, see backend/cpu/matmul/matmul.h) instead of the default kFast ones.
+//
+// On a CPU with AMX, the k-quants' tiles of 2 to 63 tokens run the tile unit's kernel or
+// the VNNI strips, whichever the matmul measures faster (matmul.h): their figures are
+// those of the one it settles on. PAGODA_MAX_ISA=avx512vnni times the strips alone.
 
 #include <benchmark/benchmark.h>
 
