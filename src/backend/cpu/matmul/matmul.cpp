@@ -48,6 +48,7 @@ struct Matmul::Plan {
   const quant::DotKernel* kernel = nullptr;
   const TileKernel* tile = nullptr;
   const TileKernel* alternative = nullptr;  // find_timed_alternative's, for a tiled plan
+  bool kept_single_token = false;  // a single token reads the kept copy (choose_kernels)
   int64_t n_in = 0, n_out = 0, n_tokens = 0;
   // Tokens of x and y; n_tokens is more when the plan is padded (pad_to_strip_tokens).
   int64_t n_real_tokens = 0;
@@ -121,6 +122,17 @@ Status Matmul::prepare(const TensorView& w, const TensorView& x, const TensorVie
 
 Matmul::KernelChoice Matmul::choose_kernels(std::span<Plan> plans) {
   const int64_t n_tokens = plans.front().n_tokens;
+  if (plans.front().tile == nullptr) return {};
+  if (n_tokens == 1) {  // the kept copy or the rows as stored, where the kernel may read either
+    const bool any = std::any_of(plans.begin(), plans.end(), [](const Plan& plan) {
+      return plan.tile->repack != nullptr && plan.tile->kept_for_single_tokens_when_faster;
+    });
+    if (!any) return {};
+    TimedChoice& choice = single_token_choices_[plans.front().w];
+    const bool kept = choice.second();
+    for (Plan& plan : plans) plan.kept_single_token = kept && plan.tile->kept_for_single_tokens_when_faster;
+    return {&choice, kept};
+  }
   const bool any = std::any_of(plans.begin(), plans.end(), [](const Plan& plan) { return plan.alternative != nullptr; });
   if (!any || n_tokens < kMinTimedTokens || n_tokens >= kMaxTimedTokens) return {};
   const auto timed_class = static_cast<size_t>(std::bit_width(static_cast<uint64_t>(n_tokens)) - 2);
@@ -137,7 +149,8 @@ Status Matmul::run_chosen(ThreadPool& pool, std::span<Plan> plans, KernelChoice 
   const size_t repacked_before = repacked_.bytes_used();
   PAGODA_TRY(prepare_activation_tiles(pool, plans));
   PAGODA_TRY(execute(pool, plans));
-  // A call that made a kept copy paid for making it: not a fair sample of its kernel.
+  // A call that made a kept copy paid for making it, then found it in cache: not a fair
+  // sample of its way.
   if (choice.choice != nullptr && repacked_.bytes_used() == repacked_before) {
     size_t weight_bytes = 0;
     for (const Plan& plan : plans) weight_bytes += plan.w_stride * static_cast<size_t>(plan.n_out);
@@ -234,25 +247,11 @@ Status Matmul::execute(ThreadPool& pool, std::span<Plan> plans) {
     run_rows(pool, plans[0]);
     return {};
   }
-  // Single tokens of the types whose kept copy may serve them take it or the rows as
-  // stored, as single_token_choices_ measure for this call's weights (the same bits
-  // either way).
-  TimedChoice* choice = nullptr;
-  for (const Plan& plan : plans) {
-    if (plan.n_tokens < kMinStripTokens && plan.tile->repack != nullptr &&
-        plan.tile->kept_for_single_tokens_when_faster) {
-      choice = &single_token_choices_[plans.front().w];
-      break;
-    }
-  }
-  const bool kept_single_tokens = choice != nullptr && choice->second();
-  const size_t repacked_before = repacked_.bytes_used();
-  size_t scratch_bytes = 0, weight_bytes = 0;
+  size_t scratch_bytes = 0;
   for (Plan& plan : plans) {
-    weight_bytes += plan.w_stride * static_cast<size_t>(plan.n_out);
-    const bool kept_single = kept_single_tokens && plan.tile->kept_for_single_tokens_when_faster;
     if (plan.tile->repack != nullptr && plan.n_tokens <= plan.tile->kept_for_tokens_up_to &&
-        (plan.n_tokens >= kMinStripTokens || plan.n_in <= plan.tile->kept_for_single_tokens_up_to || kept_single)) {
+        (plan.n_tokens >= kMinStripTokens || plan.n_in <= plan.tile->kept_for_single_tokens_up_to ||
+         plan.kept_single_token)) {
       const WeightRows rows{plan.w, plan.kernel->weight, plan.n_out, plan.n_in, plan.w_stride};
       plan.strips = repacked_.find(pool, rows, *plan.tile);
       TileJob strip;
@@ -267,17 +266,7 @@ Status Matmul::execute(ThreadPool& pool, std::span<Plan> plans) {
   for (Scratch& s : tile_scratch_) {
     if (s.reserve(scratch_bytes) == nullptr) return resource_exhausted("matmul: cannot allocate tile scratch");
   }
-  if (choice == nullptr) {
-    run_tiled(pool, plans);
-    return {};
-  }
-  const auto start = std::chrono::steady_clock::now();
   run_tiled(pool, plans);
-  // A call right after its kept copy was made is not a fair sample (part of it cached).
-  if (repacked_.bytes_used() == repacked_before) {
-    choice->record(kept_single_tokens, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
-                   weight_bytes);
-  }
   return {};
 }
 

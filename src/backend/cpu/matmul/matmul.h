@@ -83,8 +83,9 @@ class Matmul {
   // Token counts of kMinTimedTokens to kMaxTimedTokens - 1 by power of two: 2-3, 4-7,
   // ..., 32-63 tokens.
   static constexpr size_t kTimedClasses = 5;
-  // A call's choice between the plans' kernels and their timed alternatives: which one
-  // it took, and the TimedChoice to tell how long it took (nullptr: no choice).
+  // A call's timed choice (between the plans' kernels and their alternatives, or for a
+  // single token between the kept copy and the rows as stored): the way it took, and the
+  // TimedChoice to tell how long it took (nullptr: no choice).
   struct KernelChoice {
     TimedChoice* choice = nullptr;
     bool alternative = false;
@@ -100,11 +101,13 @@ class Matmul {
   Status prepare_activation_tiles(ThreadPool& pool, std::span<Plan> plans);
   // Where the plans' kernels have timed alternatives and their token count is in the
   // timed range: asks the choice of their class for the first plan's weight, and sets
-  // the alternatives in the plans where it says so. Before the activations are
-  // quantized and padded for the kernels.
+  // the alternatives in the plans where it says so. For a single token whose kernel may
+  // read the kept copy instead of the rows as stored: asks the first weight's single-token
+  // choice, and marks the plans that read it. Before the activations are quantized and
+  // padded for the kernels.
   KernelChoice choose_kernels(std::span<Plan> plans);
   // Lays out the activations where the kernels want it, then executes the plans, and
-  // tells `choice` how long that took.
+  // tells `choice` how long that took per weight byte.
   Status run_chosen(ThreadPool& pool, std::span<Plan> plans, KernelChoice choice);
   // Runs prepared plans whose activations are quantized: one untiled plan by rows, else
   // every plan's tiles in one job.
