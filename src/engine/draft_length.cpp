@@ -11,16 +11,6 @@ constexpr float kOwnDecay = 0.7f;
 constexpr float kMinAcceptance = 0.1f;   // below it a request waits before proposing again
 constexpr int32_t kMaxWait = 64;
 constexpr float kIdleDrift = 1.0f / 16.0f;  // of the way back to the prior, per idle step
-// How much more than its predicted cost a proposal must be expected to bring. The step
-// cost model counts a step's rows alike, but rows with logits (every proposal's) cost
-// more than the prompt rows beside them in the measured steps, and its averages lean to
-// the faster passes: where rows are dear it predicts them cheaper than they are, and
-// proposals it judged just worth their rows slowed batches of 16 requests down. Where
-// rows are nearly free (decoding bound by the memory) the margin changes nothing. A
-// quarter sufficed while the acceptance estimate read low (kept over proposed); with
-// it kept over tried, batches of 16 requests verified many more proposals and ran
-// slower, until the margin grew to this (README has the measurements).
-constexpr double kWorthMargin = 0.6;
 // What the shared counts keep of their weight at each new verification (of any request).
 constexpr float kSharedDecay = 15.0f / 16.0f;
 
@@ -111,9 +101,9 @@ Allocation allocate(std::span<DraftCandidate> candidates, std::span<const DraftG
     DraftCandidate& c = candidates[static_cast<size_t>(g.candidate)];
     if (g.k > max_k || g.k != c.chosen + 1) continue;  // an earlier proposal of it was not worth a row
     const double more_seconds = cost.predict(rows + 1) + draft_seconds + fixed + (g.k == 1 ? c.fixed_seconds : 0.0);
-    // Worth it when the step's tokens per second rise, by the margin: gain > cost x rate.
+    // Worth it when the step's tokens per second rise: gain > cost x rate.
     const bool worth = g.probe || step.seconds <= 0.0 || more_seconds <= 0.0 ||  // nothing measured yet
-                       g.gain > (1.0 + kWorthMargin) * (more_seconds - step.seconds) * step.rate();
+                       g.gain > (more_seconds - step.seconds) * step.rate();
     if (!worth) continue;
     c.chosen = g.k;
     if (g.k == 1) fixed += c.fixed_seconds;

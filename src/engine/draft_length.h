@@ -11,10 +11,10 @@
 //
 // A proposal costs a row of the next forward pass, and with a draft model a draft pass
 // for the step's longest run of proposals; what a row costs comes from the engine's
-// measurements (StepCostModel): nearly nothing while a pass is bound by reading the
-// weights, a real share once the batch is large. choose_draft_lengths() gives rows to the
-// most valuable proposals of all requests, while the step's expected tokens per second
-// still rise.
+// measurements of its decoding steps, whose rows all have logits as a proposal's does
+// (StepCostModel): nearly nothing while a pass is bound by reading the weights, a real
+// share once the batch is large. choose_draft_lengths() gives rows to the most valuable
+// proposals of all requests, while the step's expected tokens per second still rise.
 //
 // A request's estimate starts from what the engine's verifications of all requests keep
 // (SharedAcceptance): a new request whose proposer has served the others well speculates

@@ -29,6 +29,13 @@ struct SchedulerOutput {
   std::vector<kv::BlockCopy> block_copies;  // done by the runner before the forward pass
   std::vector<RequestId> preempted;         // sent back to waiting this step, KV dropped
   bool empty() const { return scheduled.empty(); }
+  // Rows whose logits the step computes: each sampling request's proposals and the row
+  // before them (a prompt's last row, a decoded token's).
+  int32_t rows_with_logits() const {
+    int32_t rows = 0;
+    for (const ScheduledRequest& entry : scheduled) rows += entry.samples ? entry.n_draft_tokens + 1 : 0;
+    return rows;
+  }
 };
 
 // What the engine sampled for a scheduled request (in the order of `scheduled`): the

@@ -56,4 +56,8 @@ double StepCostModel::predict(int32_t n_rows) const {
   return 0.0;
 }
 
+void record_decoding_step(StepCostModel& cost, const SchedulerOutput& plan, double seconds) {
+  if (plan.n_tokens > 0 && plan.rows_with_logits() == plan.n_tokens) cost.record(plan.n_tokens, seconds);
+}
+
 }  // namespace pagoda::engine

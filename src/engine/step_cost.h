@@ -15,6 +15,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "engine/scheduler_output.h"
+
 namespace pagoda::engine {
 
 class StepCostModel {
@@ -45,5 +47,10 @@ class StepCostModel {
   int64_t memory_steps_;
   int64_t passes_ = 0;
 };
+
+// Records a step's forward pass in `cost` if it was a decoding step: every row with
+// logits, as a proposal's row has (prompt rows, without, cost less and would price
+// proposals low).
+void record_decoding_step(StepCostModel& cost, const SchedulerOutput& plan, double seconds);
 
 }  // namespace pagoda::engine

@@ -44,6 +44,34 @@ TEST(StepCost, PredictsFromWhatItMeasured) {
   EXPECT_DOUBLE_EQ(cost.predict(64), 0.0135);
 }
 
+// Proposals are priced from decoding steps only: a step with prompt rows (which have
+// no logits, and cost less than a proposal's row) is not recorded.
+TEST(StepCost, RecordsDecodingStepsOnly) {
+  StepCostModel cost(64, /*memory_steps=*/100);
+  SchedulerOutput decoding;
+  decoding.scheduled = {{.id = 1, .first_position = 40, .n_tokens = 1, .samples = true},
+                        {.id = 2, .first_position = 7, .n_tokens = 4, .n_draft_tokens = 3, .samples = true}};
+  decoding.n_tokens = 5;
+  EXPECT_EQ(decoding.rows_with_logits(), 5);
+  record_decoding_step(cost, decoding, 0.020);
+  EXPECT_TRUE(cost.measured(5));
+  EXPECT_DOUBLE_EQ(cost.predict(5), 0.020);
+
+  // A prompt's middle chunk (no logits) beside a decoding request.
+  SchedulerOutput chunk = decoding;
+  chunk.scheduled[1] = {.id = 3, .first_position = 0, .n_tokens = 4, .samples = false};
+  EXPECT_EQ(chunk.rows_with_logits(), 1);
+  // A prompt's last chunk: only its last row has logits.
+  SchedulerOutput prompt_end = decoding;
+  prompt_end.scheduled[1] = {.id = 3, .first_position = 16, .n_tokens = 4, .samples = true};
+  EXPECT_EQ(prompt_end.rows_with_logits(), 2);
+  record_decoding_step(cost, chunk, 0.004);
+  record_decoding_step(cost, prompt_end, 0.004);
+  EXPECT_DOUBLE_EQ(cost.predict(5), 0.020);
+  record_decoding_step(cost, decoding, 0.010);  // faster: followed by half
+  EXPECT_DOUBLE_EQ(cost.predict(5), 0.015);
+}
+
 TEST(DraftLength, BacksOffWhenProposalsFailAndProbesAfterAWait) {
   DraftLengthState state;
   bool probe = true;
@@ -200,22 +228,21 @@ TEST(DraftLength, GivesRowsToTheProposalsWorthTheirCost) {
   const StepCostModel linear = measured_cost(0.0, 0.001);
   EXPECT_EQ(chosen_lengths(three, 3, linear), (std::vector<int32_t>{0, 0, 0}));
   // A fixed part and a part per row (10 ms + 1 ms a row): with 3 rows, 3 tokens take
-  // 13 ms; a proposal is worth its row while its chance beats the step's tokens per
-  // ms by enough: 0.9, 0.81, 0.73, 0.66 (the first request's) are, 0.5 is not (1.6 x
-  // 1 ms x 0.36 tokens a ms by then).
+  // 13 ms; a proposal is worth its row while its chance beats the step's tokens per ms:
+  // 0.9, 0.81, 0.73, 0.66 (the first request's) and 0.5 (the second's first) are, the
+  // second's 0.25 is not (1 ms x 0.37 tokens a ms by then), nor the third's 0.2.
   const StepCostModel mixed = measured_cost(0.010, 0.001);
-  EXPECT_EQ(chosen_lengths(three, 3, mixed), (std::vector<int32_t>{4, 0, 0}));
+  EXPECT_EQ(chosen_lengths(three, 3, mixed), (std::vector<int32_t>{4, 1, 0}));
   // With a draft model each pass costs too, whoever it serves: at 3 ms a pass, one pass
   // for the two likelier requests (4.4 tokens in 18 ms) beats none (3 in 13) and two
-  // (5.21 in 22); at 20 ms a pass, none pays.
+  // (5.46 in 23); at 20 ms a pass, none pays.
   EXPECT_EQ(chosen_lengths(three, 3, mixed, 0.003), (std::vector<int32_t>{1, 1, 0}));
   EXPECT_EQ(chosen_lengths(three, 3, mixed, 0.020), (std::vector<int32_t>{0, 0, 0}));
-  // A proposal must bring 1.6 times what its row costs: with 3 rows in 13 ms (0.23
-  // tokens a ms), a row of 1 ms needs a chance above 0.37, so 0.35 (worth it without
-  // the margin) is not taken, 0.4 is.
-  EXPECT_EQ(chosen_lengths({{.acceptance = 0.35f, .max_tokens = 1}}, 3, mixed),
+  // With 3 rows in 13 ms (0.23 tokens a ms), a row of 1 ms needs a chance above 0.23:
+  // 0.22 is not taken, 0.24 is.
+  EXPECT_EQ(chosen_lengths({{.acceptance = 0.22f, .max_tokens = 1}}, 3, mixed),
             (std::vector<int32_t>{0}));
-  EXPECT_EQ(chosen_lengths({{.acceptance = 0.4f, .max_tokens = 1}}, 3, mixed),
+  EXPECT_EQ(chosen_lengths({{.acceptance = 0.24f, .max_tokens = 1}}, 3, mixed),
             (std::vector<int32_t>{1}));
   // A probe is verified whatever it costs.
   EXPECT_EQ(chosen_lengths({{.acceptance = 0.05f, .max_tokens = 1, .probe = true}}, 3, linear),
