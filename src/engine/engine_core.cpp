@@ -105,7 +105,7 @@ EngineCore::EngineCore(model::Model& model, backend::Backend& backend, const tok
       scheduler_(config_.scheduler, kv_),
       runner_(std::move(runner)),
       draft_(std::move(draft)),
-      step_cost_(config_.scheduler.max_batched_tokens) {
+      step_costs_(config_.scheduler.max_batched_tokens) {
   if (config_.speculative.method == SpeculativeMethod::kNgram) {
     ngram_.emplace(config_.speculative.ngram_min, config_.speculative.ngram_max);
   }

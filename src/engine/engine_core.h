@@ -158,7 +158,7 @@ class EngineCore {
   std::atomic<RequestId> next_id_{1};
   std::optional<NgramProposer> ngram_;  // set when speculating by prompt lookup
   std::unique_ptr<DraftProposer> draft_;  // set when speculating with a draft model
-  StepCostModel step_cost_;               // the target's decoding steps' forward seconds by rows
+  StepCosts step_costs_;                  // the target's forward seconds by rows, measured
   SharedAcceptance shared_acceptance_;     // what all requests' verifications keep
   std::vector<DraftCandidate> candidates_;   // propose_drafts' scratch
   std::vector<Request*> candidate_requests_;  // [candidates_]

@@ -38,7 +38,7 @@ double EngineCore::catch_up_charge(const Request& request, int32_t room) const {
 void EngineCore::limit_unmeasured_catch_ups() {
   int32_t rows = scheduler_.n_running();
   for (const DraftCandidate& candidate : candidates_) rows += candidate.chosen;
-  if (step_cost_.measured(rows)) return;
+  if (step_costs_.pricing().measured(rows)) return;
   bool started = false;
   for (DraftCandidate& candidate : candidates_) {
     if (candidate.fixed_seconds <= 0.0 || candidate.chosen == 0) continue;
@@ -85,7 +85,7 @@ void EngineCore::propose_drafts(const SchedulerOutput& plan) {
     const double fixed_seconds = draft_ ? catch_up_charge(*request, remaining) : 0.0;
     // A catch-up is weighed against a step of this many requests as measured, never
     // against a guess from other sizes (a prompt step would make it look cheap).
-    if (fixed_seconds > 0.0 && !step_cost_.measured(scheduler_.n_running())) continue;
+    if (fixed_seconds > 0.0 && !step_costs_.pricing().measured(scheduler_.n_running())) continue;
     candidates_.push_back({.acceptance = request->draft_length.acceptance(),
                            .max_tokens = available,
                            .probe = probe || exploring,
@@ -93,7 +93,7 @@ void EngineCore::propose_drafts(const SchedulerOutput& plan) {
     candidate_requests_.push_back(request);
   }
   if (candidates_.empty()) return;
-  choose_draft_lengths(candidates_, scheduler_.n_running(), step_cost_,
+  choose_draft_lengths(candidates_, scheduler_.n_running(), step_costs_.pricing(),
                        draft_ ? draft_->pass_seconds() : 0.0, draft_gains_);
   limit_unmeasured_catch_ups();
   for (size_t i = 0; i < candidates_.size(); ++i) {

@@ -104,7 +104,7 @@ bool EngineCore::step(std::vector<Delivery>& out) {
   Expected<StepLogits> logits = runner_.execute(plan.block_copies, sequences_);
   const Clock::time_point ran = Clock::now();
   timings_.forward += seconds_between(forward_start, ran);
-  record_decoding_step(step_cost_, plan, seconds_between(forward_start, ran));
+  step_costs_.record(plan, seconds_between(forward_start, ran));
   if (plan.n_tokens == static_cast<int32_t>(plan.scheduled.size())) {  // one token each
     ++n_decode_steps_;
     timings_.forward_decode += seconds_between(forward_start, ran);

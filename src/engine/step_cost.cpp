@@ -56,8 +56,16 @@ double StepCostModel::predict(int32_t n_rows) const {
   return 0.0;
 }
 
-void record_decoding_step(StepCostModel& cost, const SchedulerOutput& plan, double seconds) {
-  if (plan.n_tokens > 0 && plan.rows_with_logits() == plan.n_tokens) cost.record(plan.n_tokens, seconds);
+bool StepCostModel::any_measured() const {
+  for (size_t n = 1; n < measures_.size(); ++n) {
+    if (known(n)) return true;
+  }
+  return false;
+}
+
+void StepCosts::record(const SchedulerOutput& plan, double seconds) {
+  every_.record(plan.n_tokens, seconds);
+  if (plan.n_tokens > 0 && plan.rows_with_logits() == plan.n_tokens) decoding_.record(plan.n_tokens, seconds);
 }
 
 }  // namespace pagoda::engine

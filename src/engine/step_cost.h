@@ -34,6 +34,8 @@ class StepCostModel {
   double predict(int32_t n_rows) const;
   // Whether passes of n_rows rows have a measure (not forgotten).
   bool measured(int32_t n_rows) const;
+  // Whether passes of any size have one.
+  bool any_measured() const;
 
  private:
   struct Measure {
@@ -48,9 +50,20 @@ class StepCostModel {
   int64_t passes_ = 0;
 };
 
-// Records a step's forward pass in `cost` if it was a decoding step: every row with
-// logits, as a proposal's row has (prompt rows, without, cost less and would price
-// proposals low).
-void record_decoding_step(StepCostModel& cost, const SchedulerOutput& plan, double seconds);
+// The engine's measured step costs, as speculation prices a proposal's row: from the
+// decoding steps, whose rows all have logits as a proposal's does (prompt rows, without,
+// cost less, and steps with them would price proposals low); until a decoding step is
+// measured, from every step.
+class StepCosts {
+ public:
+  explicit StepCosts(int32_t max_rows) : decoding_(max_rows), every_(max_rows) {}
+  // A step's forward pass took `seconds`.
+  void record(const SchedulerOutput& plan, double seconds);
+  const StepCostModel& pricing() const { return decoding_.any_measured() ? decoding_ : every_; }
+
+ private:
+  StepCostModel decoding_;  // steps whose rows all have logits
+  StepCostModel every_;     // all steps, by their rows
+};
 
 }  // namespace pagoda::engine

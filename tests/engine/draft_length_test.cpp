@@ -44,19 +44,15 @@ TEST(StepCost, PredictsFromWhatItMeasured) {
   EXPECT_DOUBLE_EQ(cost.predict(64), 0.0135);
 }
 
-// Proposals are priced from decoding steps only: a step with prompt rows (which have
-// no logits, and cost less than a proposal's row) is not recorded.
-TEST(StepCost, RecordsDecodingStepsOnly) {
-  StepCostModel cost(64, /*memory_steps=*/100);
+// Proposals are priced from decoding steps (every row with logits, as a proposal's);
+// steps with prompt rows (which have none, and cost less) price them only until a
+// decoding step is measured.
+TEST(StepCost, PricesProposalsFromDecodingSteps) {
   SchedulerOutput decoding;
   decoding.scheduled = {{.id = 1, .first_position = 40, .n_tokens = 1, .samples = true},
                         {.id = 2, .first_position = 7, .n_tokens = 4, .n_draft_tokens = 3, .samples = true}};
   decoding.n_tokens = 5;
   EXPECT_EQ(decoding.rows_with_logits(), 5);
-  record_decoding_step(cost, decoding, 0.020);
-  EXPECT_TRUE(cost.measured(5));
-  EXPECT_DOUBLE_EQ(cost.predict(5), 0.020);
-
   // A prompt's middle chunk (no logits) beside a decoding request.
   SchedulerOutput chunk = decoding;
   chunk.scheduled[1] = {.id = 3, .first_position = 0, .n_tokens = 4, .samples = false};
@@ -65,11 +61,19 @@ TEST(StepCost, RecordsDecodingStepsOnly) {
   SchedulerOutput prompt_end = decoding;
   prompt_end.scheduled[1] = {.id = 3, .first_position = 16, .n_tokens = 4, .samples = true};
   EXPECT_EQ(prompt_end.rows_with_logits(), 2);
-  record_decoding_step(cost, chunk, 0.004);
-  record_decoding_step(cost, prompt_end, 0.004);
-  EXPECT_DOUBLE_EQ(cost.predict(5), 0.020);
-  record_decoding_step(cost, decoding, 0.010);  // faster: followed by half
-  EXPECT_DOUBLE_EQ(cost.predict(5), 0.015);
+
+  StepCosts costs(64);
+  EXPECT_FALSE(costs.pricing().any_measured());
+  costs.record(chunk, 0.004);  // no decoding step yet: every step prices
+  EXPECT_TRUE(costs.pricing().measured(5));
+  EXPECT_DOUBLE_EQ(costs.pricing().predict(5), 0.004);
+  costs.record(decoding, 0.020);  // from now on the decoding steps alone
+  EXPECT_DOUBLE_EQ(costs.pricing().predict(5), 0.020);
+  costs.record(prompt_end, 0.004);
+  costs.record(chunk, 0.004);
+  EXPECT_DOUBLE_EQ(costs.pricing().predict(5), 0.020);
+  costs.record(decoding, 0.010);  // faster: followed by half
+  EXPECT_DOUBLE_EQ(costs.pricing().predict(5), 0.015);
 }
 
 TEST(DraftLength, BacksOffWhenProposalsFailAndProbesAfterAWait) {
