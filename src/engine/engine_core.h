@@ -144,7 +144,7 @@ class EngineCore {
   // step the chosen proposals make has a size never measured (its cost an interpolation,
   // which prompt steps make look cheap), at most one request starts one; its proposals
   // measure that size, and the next steps decide on the others from it.
-  void limit_unmeasured_catch_ups();
+  void limit_unmeasured_catch_ups(const StepCostModel& cost);
   Delivery delivery(const Request& request, RequestOutput output) const;
 
   model::Model* model_;

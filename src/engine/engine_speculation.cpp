@@ -35,10 +35,10 @@ double EngineCore::catch_up_charge(const Request& request, int32_t room) const {
   return lag * per_token / steps_left;
 }
 
-void EngineCore::limit_unmeasured_catch_ups() {
+void EngineCore::limit_unmeasured_catch_ups(const StepCostModel& cost) {
   int32_t rows = scheduler_.n_running();
   for (const DraftCandidate& candidate : candidates_) rows += candidate.chosen;
-  if (step_costs_.pricing().measured(rows)) return;
+  if (cost.measured(rows)) return;
   bool started = false;
   for (DraftCandidate& candidate : candidates_) {
     if (candidate.fixed_seconds <= 0.0 || candidate.chosen == 0) continue;
@@ -51,6 +51,7 @@ void EngineCore::propose_drafts(const SchedulerOutput& plan) {
   if (!ngram_ && !draft_) return;
   const int32_t max_drafts = config_.speculative.max_draft_tokens();
   const bool adaptive = config_.speculative.adaptive;
+  const StepCostModel& cost = step_costs_.pricing();  // one model for the whole decision
   candidates_.clear();
   candidate_requests_.clear();
   for (const ScheduledRequest& entry : plan.scheduled) {
@@ -85,7 +86,7 @@ void EngineCore::propose_drafts(const SchedulerOutput& plan) {
     const double fixed_seconds = draft_ ? catch_up_charge(*request, remaining) : 0.0;
     // A catch-up is weighed against a step of this many requests as measured, never
     // against a guess from other sizes (a prompt step would make it look cheap).
-    if (fixed_seconds > 0.0 && !step_costs_.pricing().measured(scheduler_.n_running())) continue;
+    if (fixed_seconds > 0.0 && !cost.measured(scheduler_.n_running())) continue;
     candidates_.push_back({.acceptance = request->draft_length.acceptance(),
                            .max_tokens = available,
                            .probe = probe || exploring,
@@ -93,9 +94,9 @@ void EngineCore::propose_drafts(const SchedulerOutput& plan) {
     candidate_requests_.push_back(request);
   }
   if (candidates_.empty()) return;
-  choose_draft_lengths(candidates_, scheduler_.n_running(), step_costs_.pricing(),
-                       draft_ ? draft_->pass_seconds() : 0.0, draft_gains_);
-  limit_unmeasured_catch_ups();
+  choose_draft_lengths(candidates_, scheduler_.n_running(), cost, draft_ ? draft_->pass_seconds() : 0.0,
+                       draft_gains_);
+  limit_unmeasured_catch_ups(cost);
   for (size_t i = 0; i < candidates_.size(); ++i) {
     keep_drafts(*candidate_requests_[i], ngram_.has_value(), candidates_[i].chosen);
     if (candidates_[i].chosen == 0) record_draft_idle(candidate_requests_[i]->draft_length, shared_acceptance_.estimate());
